@@ -1,0 +1,3 @@
+"""conformance: ranking metrics under named conventions, beside the libraries that compute them."""
+
+__version__ = "0.1.0"

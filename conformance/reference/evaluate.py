@@ -1,0 +1,158 @@
+"""Evaluate measures under conventions: orchestration of prepare -> rank -> formulas -> aggregate.
+
+Measures whose names fix some axes (``P(rel=2)@5``, ``ndcg_burges@10``) are grouped by their
+effective conventions; each group shares one ordering of the run (two under
+``ties=unspecified``: the worst and the best order of every tied group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.errors import EvaluationError
+from conformance.measures import Measure
+from conformance.reference.formulas import FORMULAS, Context
+from conformance.reference.prepare import Prepared, scored_queries, transform_labels
+from conformance.reference.ranking import gains, rank
+
+
+@dataclass
+class Evaluation:
+    """Per-query values of each measure over the scored queries ``qids`` (sorted).
+
+    ``per_query[m]`` is the value (the lower end under ``ties=unspecified``), ``upper[m]`` the
+    upper end (the same array otherwise), ``counted[m]`` the queries that enter the aggregate.
+    """
+
+    qids: np.ndarray
+    per_query: dict[Measure, np.ndarray] = field(default_factory=dict)
+    upper: dict[Measure, np.ndarray] = field(default_factory=dict)
+    counted: dict[Measure, np.ndarray] = field(default_factory=dict)
+    conventions: dict[Measure, Conventions] = field(default_factory=dict)
+
+    def aggregate(self, m: Measure, upper: bool = False) -> float:
+        """Mean over counted queries (sum for the Num* counts); NaN when no query counts or a
+        counted value is NaN (``empty_query=nan``)."""
+        values = (self.upper if upper else self.per_query)[m][self.counted[m]]
+        if m.aggregate == "sum":
+            return float(values.sum())
+        return float(values.mean()) if values.size else float("nan")
+
+    def values(self, m: Measure) -> dict[str, float]:
+        """qid -> value for the counted queries."""
+        keep = self.counted[m]
+        return dict(zip(self.qids[keep].tolist(), self.per_query[m][keep].tolist()))
+
+    def ranges(self, m: Measure) -> dict[str, tuple[float, float]]:
+        keep = self.counted[m]
+        return {
+            q: (lo, hi)
+            for q, lo, hi in zip(self.qids[keep].tolist(), self.per_query[m][keep].tolist(),
+                                 self.upper[m][keep].tolist())
+        }
+
+
+def evaluate(
+    qrels: Qrels | Prepared,
+    run: Run | None,
+    measures: Sequence[Measure],
+    conventions: Conventions,
+) -> Evaluation:
+    """Per-query values and aggregates of ``measures`` under ``conventions``.
+
+    ``qrels`` may be a :class:`Prepared` (then ``run`` is None) so that many convention sets
+    share one join. Raises EvaluationError where a convention refuses the input.
+    """
+    prep = qrels if isinstance(qrels, Prepared) else Prepared(qrels, run)
+    groups: dict[Conventions, list[Measure]] = {}
+    for m in measures:
+        groups.setdefault(m.conventions(conventions), []).append(m)
+    result: Evaluation | None = None
+    for conv, group in groups.items():
+        part = _evaluate_group(prep, group, conv)
+        if result is None:
+            result = part
+        else:  # the query set is fixed by query_set, which measure names cannot override
+            if not np.array_equal(result.qids, part.qids):
+                raise EvaluationError("measures in one evaluation disagree on the query set")
+            for d in ("per_query", "upper", "counted", "conventions"):
+                getattr(result, d).update(getattr(part, d))
+    if result is None:
+        mask = scored_queries(prep, conventions)
+        result = Evaluation(prep.qids[mask])
+    return result
+
+
+def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) -> Evaluation:
+    scored = scored_queries(prep, conv)
+    local = np.cumsum(scored) - 1  # global query index -> index among scored queries
+    nq = int(scored.sum())
+
+    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source)
+    run_labels = transform_labels(prep.run_label, conv, prep.qrels_source)
+
+    # judged side: relevant counts and ideal gains from the qrels of scored queries
+    jmask = scored[prep.qrels_q] & ~np.isnan(qrels_labels)
+    jq = local[prep.qrels_q[jmask]]
+    jlab = qrels_labels[jmask]
+    R_judged = np.bincount(jq[jlab >= conv.relevance_threshold], minlength=nq).astype(np.float64)
+    jgain = gains(jlab, conv)
+
+    # run side: rows of scored queries, kept under the duplicates policy
+    rows = prep.kept_rows(conv.duplicates)
+    rows = rows[scored[prep.run_q[rows]]]
+    if conv.rank_source == "rank_column":
+        primary = prep.run_rank[rows]
+        if np.isnan(primary).any():
+            raise EvaluationError(
+                f"{prep.run_source}: rank_source=rank_column but line "
+                f"{prep.run_line[rows][np.isnan(primary)][0]} has no numeric rank"
+            )
+    else:
+        score = prep.run_score[rows]
+        if conv.score_precision == "float32":
+            with np.errstate(over="ignore"):  # beyond float32 range: +-inf, still ordered
+                score = score.astype(np.float32).astype(np.float64)
+        primary = -score
+
+    def context(tie_rule: str) -> Context:
+        ranked = rank(local[prep.run_q[rows]], primary, prep.run_doc[rows], prep.run_order[rows],
+                      run_labels[rows], nq, conv, tie_rule)
+        return Context(conv, ranked, tie_rule, R_judged, jgain, jq)
+
+    out = Evaluation(prep.qids[scored])
+    if conv.ties == "unspecified":
+        contexts = [context("pessimistic"), context("optimistic")]
+    else:
+        contexts = [context(conv.ties)]
+    for m in measures:
+        results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+        empty = results[0][1]
+        lo = np.minimum.reduce([v for v, _ in results])
+        hi = np.maximum.reduce([v for v, _ in results])
+        counted = np.ones(nq, bool)
+        if empty.any() and m.aggregate == "mean":
+            lo, hi, counted = _apply_empty(lo, hi, empty, conv, m, prep.qids[scored])
+        out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
+        out.conventions[m] = conv
+    return out
+
+
+def _apply_empty(lo, hi, empty, conv: Conventions, m: Measure, qids):
+    rule = conv.empty_query
+    counted = np.ones(lo.size, bool)
+    if rule == "raise":
+        raise EvaluationError(
+            f"{m.text}: query {qids[empty][0]!r} has no relevant document (empty_query=raise)"
+        )
+    fill = {"zero": 0.0, "one": 1.0, "nan": np.nan, "skip": np.nan}[rule]
+    lo = np.where(empty, fill, lo)
+    hi = np.where(empty, fill, hi)
+    if rule == "skip":
+        counted = ~empty
+    return lo, hi, counted

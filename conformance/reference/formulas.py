@@ -1,0 +1,240 @@
+"""The measures, each over all scored queries at once.
+
+Each function takes a :class:`Context` (one ordering of the run under one convention set) and a
+:class:`~conformance.measures.Measure`, and returns ``(values, empty)``: per-query values and the
+mask of queries on which the measure is 0/0. ``evaluate`` then applies ``empty_query`` to the
+masked queries. Notation, per query: k the cutoff (the whole list when absent), n the number of
+documents retrieved (after ``depth``), kk = min(k, n), rel_i 1 if the document at rank i is
+relevant (label >= L, ``relevance_threshold``), g_i its gain, d_i the discount at rank i.
+
+R is the number of relevant documents in the *relevance universe*: every judged document of the
+query under ``ideal=judged``, only the retrieved list under ``ideal=retrieved`` (libraries that
+see only the list cannot know of anything else). A query with R = 0 (for DCG and nDCG: an ideal
+DCG of 0) is *empty*. Under ``ties=average`` every rel_i and g_i below is its expected value over
+the orders of its tie group (see ``ranking``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conformance.conventions import Conventions
+from conformance.errors import EvaluationError
+from conformance.measures import Measure
+from conformance.reference.ranking import Ranked, discounts, ideal_dcg
+
+Result = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
+class Context:
+    conv: Conventions
+    ranked: Ranked
+    tie_rule: str
+    R_judged: np.ndarray  # per query: relevant judged documents (label >= L)
+    judged_gain: np.ndarray  # per qrels row of scored queries: gain
+    judged_q: np.ndarray  # per qrels row of scored queries: query index
+    _idcg: dict = field(default_factory=dict)
+
+    @property
+    def R(self) -> np.ndarray:
+        if self.conv.ideal == "retrieved":
+            return self.ranked.upto(self.ranked.rel, None)
+        return self.R_judged
+
+    def idcg(self, k: int | None) -> np.ndarray:
+        if k not in self._idcg:
+            r = self.ranked
+            if self.conv.ideal == "retrieved":
+                q = np.repeat(np.arange(r.n_queries), r.n)
+                self._idcg[k] = ideal_dcg(r.gain, q, r.n_queries, self.conv, k)
+            else:
+                self._idcg[k] = ideal_dcg(self.judged_gain, self.judged_q, r.n_queries, self.conv, k)
+        return self._idcg[k]
+
+    def list_denominator(self, k: int | None) -> np.ndarray:
+        """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff."""
+        kk = self.ranked.cut(k)
+        if k is None or self.conv.k_beyond_list == "min_k_n":
+            return kk.astype(np.float64)
+        return np.full(self.ranked.n_queries, float(k))
+
+    def relevant_in_top(self, k: int | None) -> np.ndarray:
+        return self.ranked.upto(self.ranked.e_rel, k)
+
+    def require_fixed_count(self, k: int | None, what: str) -> None:
+        """Refuse when, under ``ties=average``, the relevant count in the top k is random and
+        sits in a denominator (the expectation of a ratio has no closed form here)."""
+        if self.tie_rule == "average" and self.ranked.splits_mixed_group(k).any():
+            raise EvaluationError(
+                f"{what} under ties=average: the cutoff {k} splits a tied group of relevant and "
+                "non-relevant documents, so the denominator is random and the expected value "
+                "has no closed form; choose another tie rule"
+            )
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0)
+
+
+def precision(ctx: Context, m: Measure) -> Result:
+    """P@k = (relevant in top k) / k.
+
+    With ``k_beyond_list=min_k_n`` the denominator is min(k, n); a query that retrieved
+    nothing then scores 0 (0/0 read as nothing found). Empty when R = 0.
+    """
+    val = _safe_div(ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff))
+    return val, ctx.R == 0
+
+
+def recall(ctx: Context, m: Measure) -> Result:
+    """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0."""
+    R = ctx.R
+    return _safe_div(ctx.relevant_in_top(m.cutoff), R.astype(float)), R == 0
+
+
+def f1(ctx: Context, m: Measure) -> Result:
+    """F1@k = 2 P R / (P + R) = 2 x / (a + R), x relevant in top k and a P's denominator
+    (k or min(k, n)); 0 when x = 0. Empty when R = 0."""
+    R = ctx.R
+    x = ctx.relevant_in_top(m.cutoff)
+    return _safe_div(2.0 * x, ctx.list_denominator(m.cutoff) + R), R == 0
+
+
+def success(ctx: Context, m: Measure) -> Result:
+    """Success@k = 1 if a relevant document is in the top k, else 0 (under ``average``: the
+    probability of that). Empty when R = 0."""
+    return ctx.ranked.upto(ctx.ranked.p_first, m.cutoff), ctx.R == 0
+
+
+def reciprocal_rank(ctx: Context, m: Measure) -> Result:
+    """RR = 1 / (rank of the first relevant document), 0 when none is retrieved.
+
+    RR@k is 0 when that rank is below k (``rr_cutoff=honour``) or ignores k (``ignore``, as
+    trec_eval's recip_rank does). Empty when R = 0.
+    """
+    k = m.cutoff if ctx.conv.rr_cutoff == "honour" else None
+    r = ctx.ranked
+    return r.upto(r.p_first / np.maximum(r.pos, 1), k), ctx.R == 0
+
+
+def average_precision(ctx: Context, m: Measure) -> Result:
+    """AP@k = sum over relevant ranks i <= k of P@i, divided by D.
+
+    D by ``ap_denominator``: ``relevant`` R (trec_eval's map and map_cut_k), ``retrieved_relevant``
+    the relevant documents in the top k, ``min_k_relevant`` min(k, R). Empty when R = 0; when
+    D = 0 on a non-empty query (nothing relevant retrieved) AP is 0.
+    """
+    k = m.cutoff
+    num = ctx.ranked.upto(ctx.ranked.ap_term, k)
+    R = ctx.R.astype(float)
+    if ctx.conv.ap_denominator == "relevant":
+        den = R
+    elif ctx.conv.ap_denominator == "retrieved_relevant":
+        ctx.require_fixed_count(k, f"AP@{k} with ap_denominator=retrieved_relevant")
+        den = ctx.relevant_in_top(k)
+    else:
+        den = R if k is None else np.minimum(R, float(k))
+    return _safe_div(num, den), R == 0
+
+
+def r_precision(ctx: Context, m: Measure) -> Result:
+    """Rprec = (relevant in top R) / R: precision at rank R. With ``k_beyond_list=min_k_n`` the
+    denominator is min(R, n). Empty when R = 0."""
+    R = ctx.R
+    r = ctx.ranked
+    kk = np.minimum(r.n, R)
+    x = range_upto(r, r.e_rel, kk)
+    den = R.astype(float) if ctx.conv.k_beyond_list == "k" else kk.astype(float)
+    return _safe_div(x, den), R == 0
+
+
+def range_upto(r: Ranked, x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    from conformance.reference.ranking import range_sums
+
+    return range_sums(x, r.start, lengths.astype(np.int64))
+
+
+def dcg(ctx: Context, m: Measure) -> Result:
+    """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when the
+    ideal DCG is 0."""
+    r = ctx.ranked
+    val = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
+    return val, ctx.idcg(m.cutoff) == 0
+
+
+def ndcg(ctx: Context, m: Measure) -> Result:
+    """nDCG@k = DCG@k / IDCG@k, the ideal DCG of the ideal source (``ideal``) sorted by gain
+    descending and cut at k. nDCG without a cutoff uses the whole list and the whole ideal.
+    Empty when IDCG@k = 0."""
+    r = ctx.ranked
+    d = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
+    ideal = ctx.idcg(m.cutoff)
+    return _safe_div(d, ideal), ideal == 0
+
+
+def t_measure(ctx: Context, m: Measure) -> Result:
+    """T(alpha)@K = ((1 - alpha) n_p - alpha n_n) / K, n_p relevant and n_n non-relevant
+    (unjudged included) in the top K; K is min(K, n) under ``k_beyond_list=min_k_n``; 0 when
+    nothing is retrieved under ``min_k_n``. Empty when R = 0."""
+    alpha = 0.5 if m.alpha is None else m.alpha
+    npos = ctx.relevant_in_top(m.cutoff)
+    nneg = ctx.ranked.cut(m.cutoff) - npos
+    return _safe_div((1 - alpha) * npos - alpha * nneg, ctx.list_denominator(m.cutoff)), ctx.R == 0
+
+
+def fe_measure(ctx: Context, m: Measure) -> Result:
+    """Fe@K: F1@K with R estimated as the relevant count in the top 2K:
+    2 n_K / (K + n_2K) (P's denominator K or min(K, n)); 0 when n_K = 0. Empty when R = 0."""
+    k = m.cutoff
+    ctx.require_fixed_count(k, f"Fe@{k}")
+    ctx.require_fixed_count(2 * k, f"Fe@{k}")
+    nk = ctx.relevant_in_top(k)
+    n2k = ctx.relevant_in_top(2 * k)
+    return _safe_div(2.0 * nk, ctx.list_denominator(k) + n2k), ctx.R == 0
+
+
+def _never_empty(ctx: Context, values: np.ndarray) -> Result:
+    return values.astype(np.float64), np.zeros(values.size, bool)
+
+
+def num_q(ctx: Context, m: Measure) -> Result:
+    """NumQ: 1 per scored query (summed)."""
+    return _never_empty(ctx, np.ones(ctx.ranked.n_queries))
+
+
+def num_ret(ctx: Context, m: Measure) -> Result:
+    """NumRet: documents retrieved (after ``depth``)."""
+    return _never_empty(ctx, ctx.ranked.n)
+
+
+def num_rel(ctx: Context, m: Measure) -> Result:
+    """NumRel: relevant judged documents (label >= L), retrieved or not."""
+    return _never_empty(ctx, ctx.R_judged)
+
+
+def num_rel_ret(ctx: Context, m: Measure) -> Result:
+    """NumRelRet: relevant documents retrieved (after ``depth``)."""
+    return _never_empty(ctx, ctx.ranked.upto(ctx.ranked.rel, None))
+
+
+FORMULAS = {
+    "P": precision,
+    "R": recall,
+    "F1": f1,
+    "Success": success,
+    "RR": reciprocal_rank,
+    "AP": average_precision,
+    "Rprec": r_precision,
+    "DCG": dcg,
+    "nDCG": ndcg,
+    "T": t_measure,
+    "Fe": fe_measure,
+    "NumQ": num_q,
+    "NumRet": num_ret,
+    "NumRel": num_rel,
+    "NumRelRet": num_rel_ret,
+}

@@ -1,0 +1,159 @@
+"""Joining a run to its qrels once, so every convention set evaluates from the same arrays.
+
+``Prepared`` puts queries and documents of both inputs into one vocabulary each (documents coded
+by their byte-wise sorted order, so ``docid_asc``/``docid_desc`` tie rules are integer sorts),
+gives every run row its raw qrels label (NaN when unjudged), and caches what later convention
+sets can share: label transforms and query selections.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.errors import EvaluationError
+
+
+def _sorted_union_codes(a: np.ndarray, b: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Unique strings of ``a`` and ``b`` sorted byte-wise; and each one's position in that order.
+
+    Arrow compares strings as bytes, which for UTF-8 is also code point order: the same order
+    trec_eval's strcmp gives on the raw docnos.
+    """
+    both = pa.array(np.concatenate([a, b]), type=pa.string())
+    uniq = pc.unique(both)
+    uniq = uniq.take(pc.sort_indices(uniq))
+    a_pos = pc.index_in(pa.array(a, type=pa.string()), value_set=uniq).to_numpy(zero_copy_only=False)
+    b_pos = pc.index_in(pa.array(b, type=pa.string()), value_set=uniq).to_numpy(zero_copy_only=False)
+    return (
+        uniq,
+        a_pos.astype(np.int64),
+        b_pos.astype(np.int64),
+    )
+
+
+class Prepared:
+    """Qrels and run in one coding. Arrays are per run row (``run_*``) or per qrels row (``qrels_*``).
+
+    ``qids``: every query id of either input, sorted. ``run_q``/``qrels_q``: index into ``qids``.
+    ``run_doc``: byte-order rank of the docid among all docids (tie key). ``run_label``: the
+    raw qrels label of the row's (query, doc), NaN when the pair is not judged. ``run_order``:
+    the row's position in the run as listed (for input-order tie rules).
+    """
+
+    def __init__(self, qrels: Qrels, run: Run) -> None:
+        self.qrels_source, self.run_source = qrels.source, run.source
+        qvocab, rq, qq = _sorted_union_codes(run.qids, qrels.qids)
+        self.qids = np.asarray(qvocab.to_pylist(), dtype=object)
+        self._doc_vocab, rd, qd = _sorted_union_codes(run.docids, qrels.docids)
+        self.n_queries = int(self.qids.size)
+        self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
+        self.run_doc = rd[run.dcode] if len(run) else np.zeros(0, np.int64)
+        self.run_score = np.asarray(run.score, dtype=np.float64)
+        self.run_rank = np.asarray(run.rank, dtype=np.float64)
+        self.run_line = np.asarray(run.line, dtype=np.int64)
+        self.run_order = np.arange(len(run), dtype=np.int64)
+        self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
+        self.qrels_doc = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
+        self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
+        n_docs = max(int(rd.max(initial=-1)), int(qd.max(initial=-1))) + 1
+        self._n_docs = max(n_docs, 1)
+        self.in_run = np.zeros(self.n_queries, bool)
+        self.in_run[self.run_q] = True
+        self.in_qrels = np.zeros(self.n_queries, bool)
+        self.in_qrels[self.qrels_q] = True
+        self._dedup: dict[str, np.ndarray] = {}
+
+    @cached_property
+    def run_label(self) -> np.ndarray:
+        """Raw qrels label of each run row, NaN where (query, doc) is not judged."""
+        qkey = self.qrels_q * self._n_docs + self.qrels_doc
+        order = np.argsort(qkey, kind="stable")
+        skey = qkey[order]
+        rkey = self.run_q * self._n_docs + self.run_doc
+        at = np.searchsorted(skey, rkey)
+        at_c = np.minimum(at, max(skey.size - 1, 0))
+        hit = (at < skey.size) & (skey[at_c] == rkey) if skey.size else np.zeros(rkey.size, bool)
+        label = np.full(rkey.size, np.nan)
+        label[hit] = self.qrels_label[order[at_c[hit]]]
+        return label
+
+    def kept_rows(self, policy: str) -> np.ndarray:
+        """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
+        if policy not in self._dedup:
+            key = self.run_q * self._n_docs + self.run_doc
+            order = np.argsort(key, kind="stable")
+            skey = key[order]
+            same = skey[1:] == skey[:-1]
+            if not same.any():
+                kept = self.run_order
+            elif policy == "error":
+                i = int(np.flatnonzero(same)[0])
+                a, b = sorted((int(order[i]), int(order[i + 1])))
+                raise EvaluationError(
+                    f"{self.run_source}: document {self._doc_name(b)!r} is listed twice for "
+                    f"query {self.qids[self.run_q[b]]!r} (lines {self.run_line[a]} and "
+                    f"{self.run_line[b]}); set duplicates=first or duplicates=last to keep one"
+                )
+            else:
+                # groups of equal keys are runs in skey; keep the first or last row of each
+                starts = np.concatenate([[True], ~same])
+                ends = np.concatenate([~same, [True]])
+                pick = starts if policy == "first" else ends
+                kept = np.sort(order[pick])
+            self._dedup[policy] = kept
+        return self._dedup[policy]
+
+    def _doc_name(self, row: int) -> str:
+        return self._doc_vocab[int(self.run_doc[row])].as_py()
+
+
+def transform_labels(labels: np.ndarray, conv: Conventions, where: str) -> np.ndarray:
+    """Apply ``label_type`` then ``negative_labels`` to raw labels (NaN = unjudged, kept NaN).
+
+    Truncation comes first because trec_eval reads labels with ``atol``: -0.5 becomes 0, which
+    is not negative. Negative labels under ``unjudged`` become NaN (not judged).
+    """
+    out = labels
+    judged = ~np.isnan(out)
+    if conv.label_type != "float":
+        fractional = judged & (out != np.trunc(np.where(judged, out, 0)))
+        if fractional.any():
+            if conv.label_type == "raise":
+                bad = out[fractional][0]
+                raise EvaluationError(f"{where}: label {bad!r} is not an integer (label_type=raise)")
+            out = np.trunc(out)
+    negative = judged & (out < 0)
+    if negative.any():
+        if conv.negative_labels == "raise":
+            bad = out[negative][0]
+            raise EvaluationError(f"{where}: label {bad!r} is negative (negative_labels=raise)")
+        if conv.negative_labels == "unjudged":
+            out = np.where(negative, np.nan, out)
+    return out
+
+
+def scored_queries(prep: Prepared, conv: Conventions) -> np.ndarray:
+    """Boolean mask over ``prep.qids``: the queries scored under ``query_set``."""
+    if conv.query_set == "run":
+        return prep.in_run & prep.in_qrels
+    if conv.query_set == "qrels":
+        return prep.in_qrels.copy()
+    # raise: the sets must be equal
+    only_run = prep.in_run & ~prep.in_qrels
+    only_qrels = prep.in_qrels & ~prep.in_run
+    if only_run.any() or only_qrels.any():
+        parts = []
+        if only_run.any():
+            parts.append(f"{int(only_run.sum())} run queries are not in the qrels "
+                         f"(first: {prep.qids[only_run][0]!r})")
+        if only_qrels.any():
+            parts.append(f"{int(only_qrels.sum())} qrels queries are not in the run "
+                         f"(first: {prep.qids[only_qrels][0]!r})")
+        raise EvaluationError("query sets differ (query_set=raise): " + "; ".join(parts))
+    return prep.in_qrels.copy()

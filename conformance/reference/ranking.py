@@ -1,0 +1,226 @@
+"""One ordering of the run, and the per-row pieces every measure sums.
+
+All queries are ranked by one ``np.lexsort`` (query, then score descending or rank ascending,
+then the tie key). Rows of a query are contiguous; ``start[q]`` and ``n[q]`` locate them.
+
+Ties are handled through *tie groups*. Under ``ties=average`` a group is a run of equal scores
+within a query and every per-row piece is the expected value over the uniformly random orders of
+that group (McSherry & Najork 2008). Under every other rule each row is its own group, and the
+same formulas reduce to the plain ones (group size n = 1). For a row at 1-based rank i, at offset
+t (0-based) in a group of n rows holding r relevant rows and total gain S, with c relevant rows
+ranked before the group:
+
+- expected relevance       r / n
+- expected gain            S / n
+- expected AP term         (1/i) (r/n) (c + 1 + t (r - 1)/(n - 1))      [(1/i) r (c + 1) when n = 1]
+- P(first relevant here)   [c = 0] * C(n - r, t)/C(n, t) * r/(n - t)
+
+Summing the first over the top k gives E[relevant in top k]; the third gives E[sum of precisions
+at relevant ranks]; the fourth summed gives P(some relevant in top k) and, divided by i, E[RR].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from conformance.conventions import Conventions, discount_base, gain_map
+from conformance.errors import EvaluationError
+
+
+def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``sum(x[starts[j] : starts[j] + lengths[j]])`` for every j (0 where the length is 0).
+
+    One ``np.add.reduceat`` over (start, end) index pairs: each range is summed on its own, so
+    sums never carry rounding from other queries.
+    """
+    out = np.zeros(starts.size, dtype=np.float64)
+    nz = lengths > 0
+    if not nz.any():
+        return out
+    padded = np.append(x.astype(np.float64, copy=False), 0.0)
+    idx = np.empty(2 * int(nz.sum()), dtype=np.int64)
+    idx[0::2] = starts[nz]
+    idx[1::2] = starts[nz] + lengths[nz]
+    out[nz] = np.add.reduceat(padded, idx)[0::2]
+    return out
+
+
+def gains(labels: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Gain of each label under ``gain`` (and ``threshold_scope``); NaN (unjudged) gains 0."""
+    lab = np.nan_to_num(labels, nan=0.0)
+    if conv.gain == "linear":
+        g = lab.copy()
+    elif conv.gain == "exponential":
+        g = np.exp2(lab) - 1.0
+    else:
+        table = gain_map(conv.gain)
+        g = lab.copy()  # labels the map does not list keep gain = label (as trec_eval does)
+        for label, gain in table.items():
+            g[lab == label] = gain
+    if conv.threshold_scope == "graded":
+        g[lab < conv.relevance_threshold] = 0.0
+    g[np.isnan(labels)] = 0.0
+    return g
+
+
+def discounts(pos: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Discount at 1-based rank ``pos`` under ``discount``."""
+    kind, base = discount_base(conv.discount)
+    p = pos.astype(np.float64)
+    if kind == "log":
+        if base == 2.0:
+            return 1.0 / np.log2(p + 1.0)
+        return np.log(base) / np.log(p + 1.0)
+    out = np.ones_like(p)
+    late = p >= base
+    out[late] = np.log(base) / np.log(p[late])  # 1 / log_b(rank) from rank b on
+    return out
+
+
+def segments(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """For rows sorted by query code: (start index, row count) of every query."""
+    n = np.bincount(q, minlength=n_queries).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64)
+    return start, n
+
+
+def _log_factorials(m: int) -> np.ndarray:
+    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, m + 1, dtype=np.float64)))])
+
+
+@dataclass
+class Ranked:
+    """The scored queries' rows in one order, cut to ``depth``, with per-row pieces."""
+
+    n_queries: int
+    start: np.ndarray  # per query: index of its first row
+    n: np.ndarray  # per query: rows retrieved (after depth)
+    pos: np.ndarray  # per row: 1-based rank
+    gain: np.ndarray  # per row: gain of its label (0 if unjudged)
+    rel: np.ndarray  # per row: 1.0 if relevant, else 0.0
+    group_end: np.ndarray  # per row: index one past the last row of its tie group
+    group_mixed: np.ndarray  # per row: its group holds both relevant and non-relevant rows
+    e_rel: np.ndarray  # per row: expected relevance
+    e_gain: np.ndarray  # per row: expected gain
+    ap_term: np.ndarray  # per row: expected (relevant here) * precision here
+    p_first: np.ndarray  # per row: probability that the first relevant row is here
+
+    def upto(self, x: np.ndarray, k: int | None) -> np.ndarray:
+        """Per query: sum of ``x`` over its top ``k`` rows (all rows when k is None)."""
+        return range_sums(x, self.start, self.cut(k))
+
+    def cut(self, k: int | None) -> np.ndarray:
+        return self.n if k is None else np.minimum(self.n, k)
+
+    def splits_mixed_group(self, k: int | None) -> np.ndarray:
+        """Per query: whether the cut at k falls inside a tie group of mixed relevance, which
+        makes the number of relevant rows in the top k random under ``ties=average``."""
+        kk = self.cut(k)
+        has = (kk > 0) & (kk < self.n)
+        last = np.where(has, self.start + kk - 1, 0)
+        if self.pos.size == 0:
+            return np.zeros(self.n_queries, bool)
+        return has & (self.group_end[last] > last + 1) & self.group_mixed[last]
+
+
+def rank(
+    q: np.ndarray,
+    primary: np.ndarray,
+    doc: np.ndarray,
+    order_in_run: np.ndarray,
+    labels: np.ndarray,
+    n_queries: int,
+    conv: Conventions,
+    tie_rule: str,
+) -> Ranked:
+    """Order rows of every query at once and build the per-row pieces.
+
+    ``q``: query index (0..n_queries-1) per row; ``primary``: ascending sort key (negated score,
+    or the rank column); ``doc``: byte-order docid code; ``order_in_run``: listing position;
+    ``labels``: transformed labels (NaN = unjudged). ``tie_rule`` is a ``ties`` value, or
+    ``pessimistic``/``optimistic`` (label ascending/descending within ties) for the two ends of
+    ``unspecified``.
+    """
+    lab0 = np.nan_to_num(labels, nan=0.0)
+    if tie_rule == "docid_desc" or tie_rule == "average":
+        keys = (-doc, primary, q)
+    elif tie_rule == "docid_asc":
+        keys = (doc, primary, q)
+    elif tie_rule == "input_order":
+        keys = (order_in_run, primary, q)
+    elif tie_rule == "reverse_input":
+        keys = (-order_in_run, primary, q)
+    elif tie_rule == "pessimistic":
+        keys = (-doc, lab0, primary, q)
+    elif tie_rule == "optimistic":
+        keys = (-doc, -lab0, primary, q)
+    else:  # pragma: no cover - the vocabulary admits no other value
+        raise EvaluationError(f"no ordering for ties={tie_rule!r}")
+    order = np.lexsort(keys)
+    q_s, prim_s, lab_s = q[order], primary[order], labels[order]
+
+    start, n = segments(q_s, n_queries)
+    pos = np.arange(q_s.size, dtype=np.int64) - start[q_s] + 1
+    if conv.depth is not None and (n > conv.depth).any():
+        keep = pos <= conv.depth
+        q_s, prim_s, lab_s, pos = q_s[keep], prim_s[keep], lab_s[keep], pos[keep]
+        start, n = segments(q_s, n_queries)
+
+    gain = gains(lab_s, conv)
+    rel = (np.nan_to_num(lab_s, nan=-np.inf) >= conv.relevance_threshold).astype(np.float64)
+    rows = q_s.size
+    idx = np.arange(rows, dtype=np.int64)
+
+    # tie groups: runs of equal primary keys within a query (singletons unless averaging)
+    if tie_rule == "average" and rows:
+        boundary = np.ones(rows, bool)
+        boundary[1:] = (q_s[1:] != q_s[:-1]) | (prim_s[1:] != prim_s[:-1])
+    else:
+        boundary = np.ones(rows, bool)
+    gid = np.cumsum(boundary) - 1
+    gstart = idx[boundary]
+    gsize = np.bincount(gid, minlength=gstart.size).astype(np.float64) if rows else np.zeros(0)
+    gsum = np.bincount(gid, weights=gain, minlength=gstart.size) if rows else np.zeros(0)
+    grel = np.bincount(gid, weights=rel, minlength=gstart.size) if rows else np.zeros(0)
+    nr, rr_, t = gsize[gid], grel[gid], (idx - gstart[gid]).astype(np.float64)
+
+    # c: relevant rows of the same query ranked before the row's group (exact integer sums)
+    crel = np.cumsum(rel.astype(np.int64))
+    before_row = crel - rel.astype(np.int64)
+    base = np.zeros(n_queries, np.int64)
+    has = n > 0
+    base[has] = before_row[start[has]]
+    c_row = before_row - base[q_s]
+    c = c_row[gstart][gid].astype(np.float64)
+
+    e_rel = rr_ / nr
+    e_gain = gsum[gid] / nr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inner = np.where(nr > 1, t * (rr_ - 1.0) / np.maximum(nr - 1.0, 1.0), 0.0)
+        ap_term = e_rel * (c + 1.0 + inner) / pos
+        if tie_rule == "average" and rows and gsize.max(initial=1) > 1:
+            lf = _log_factorials(int(gsize.max()))
+            nn, rn, tn = nr.astype(np.int64), rr_.astype(np.int64), t.astype(np.int64)
+            possible = nn - rn - tn >= 0
+            lp = lf[np.maximum(nn - rn, 0)] + lf[nn - tn] - lf[np.maximum(nn - rn - tn, 0)] - lf[nn]
+            none_before = np.where(possible, np.exp(lp), 0.0)
+        else:
+            none_before = np.ones(rows)
+        p_first = np.where(c == 0, none_before * rr_ / (nr - t), 0.0)
+    group_end = (gstart + gsize.astype(np.int64))[gid] if rows else np.zeros(0, np.int64)
+    group_mixed = ((rr_ > 0) & (rr_ < nr)) if rows else np.zeros(0, bool)
+    return Ranked(n_queries, start, n, pos, gain, rel, group_end, group_mixed,
+                  e_rel, e_gain, ap_term, p_first)
+
+
+def ideal_dcg(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int, conv: Conventions,
+              k: int | None) -> np.ndarray:
+    """Per query: DCG of its gains sorted descending, cut at k (all when k is None)."""
+    order = np.lexsort((-gain_rows, q_rows))
+    g, qs = gain_rows[order], q_rows[order]
+    start, n = segments(qs, n_queries)
+    pos = np.arange(qs.size, dtype=np.int64) - start[qs] + 1
+    contrib = g * discounts(pos, conv)
+    return range_sums(contrib, start, n if k is None else np.minimum(n, k))
