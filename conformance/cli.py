@@ -1,0 +1,337 @@
+"""The command line: ``conformance eval`` computes measures under a named profile.
+
+Every error a user can cause (bad input, unknown measure, axis, value or profile, a convention
+that refuses the input, a file that cannot be read) ends as one line on stderr,
+``conformance: error: <message>``, and exit status 2. Click's own usage errors (an unknown
+option, a bad ``--format``) keep Click's format and also exit 2. Anything else is a bug and is
+allowed to show its traceback.
+
+``conformance eval`` output formats:
+
+- ``table`` (default): trec_eval's layout, ``measure<TAB>qid<TAB>value`` with the measure name
+  padded to 22 characters, values with 4 decimals and the Num* counts as integers; per-query rows
+  (``--per-query``) first, by query id, then the ``all`` rows. Rows read, used and ignored go
+  to stderr (``--quiet`` silences them).
+- ``csv``: header ``measure,qid,value``, the same rows, values at full precision.
+- ``json``: one object with sorted keys: ``profile``, ``conventions`` (axis -> value, after
+  ``--set``), ``overrides`` (measure -> the axes its name fixes, for measures whose name fixes
+  any), ``metrics`` (measure -> aggregate), ``per_query`` (query -> measure -> value, only with
+  ``--per-query``) and ``counts`` (``qrels`` and ``run``: rows read/used/ignored;
+  ``queries``: scored, run_only, qrels_only). Full float precision; NaN is ``null``.
+
+Measures are keyed by the spelling the user gave (``ndcg_cut_10`` stays ``ndcg_cut_10``). A
+query that does not enter a measure's aggregate (``empty_query=skip``) has no per-query value for
+it. Row counts go to stderr in table and CSV mode.
+Under ``ties=unspecified`` a value is the range from the worst to the best order of the tied
+documents: ``[lo, hi]`` in JSON (always a pair for such a measure, so the type does not depend
+on the data), ``lo..hi`` in the table and CSV when the ends differ, one number when they agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io as _stdio
+import json
+import math
+import os
+import sys
+from contextlib import ExitStack
+from importlib import resources
+from typing import Any, NoReturn
+
+import click
+
+from conformance import __version__
+from conformance.conventions import ConventionError, Conventions, format_value
+from conformance.conventions import profile as _profile
+from conformance.errors import ConformanceError
+from conformance.measures import Measure, MeasureError, parse_measures
+
+DEFAULT_METRICS = "nDCG@10,AP,RR,P@10"
+USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
+
+
+def _fail(message: str) -> NoReturn:
+    one_line = " ".join(str(message).split())
+    click.echo(f"conformance: error: {one_line}", err=True)
+    raise click.exceptions.Exit(2)
+
+
+def _os_message(exc: OSError) -> str:
+    if exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
+
+
+def reports_errors(func):
+    """Turn the errors a user can cause into one line on stderr and exit status 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except BrokenPipeError:
+            # The reader stopped reading (``| head``): stop quietly, as Unix tools do.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError, _stdio.UnsupportedOperation):
+                pass
+            raise click.exceptions.Exit(1) from None
+        except USER_ERRORS as exc:
+            _fail(str(exc))
+        except OSError as exc:
+            _fail(_os_message(exc))
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="conformance")
+def main() -> None:
+    """Ranking metrics (nDCG, AP, RR, P@k...) under named conventions, beside the libraries
+    that compute them.
+
+    Try: conformance eval --example
+    """
+
+
+@main.command("eval")
+@click.option("--qrels", "qrels_path", metavar="FILE", help="Relevance judgments (TREC qrels).")
+@click.option("--run", "run_path", metavar="FILE", help="The ranked lists (TREC run).")
+@click.option(
+    "--example", is_flag=True,
+    help="Evaluate the bundled example (3 queries, graded labels, a tie) instead of --qrels/--run.",
+)
+@click.option(
+    "--metrics", "-m", "metrics", multiple=True, metavar="LIST",
+    help="Comma-separated measure names in ir_measures (nDCG@10, P(rel=2)@5), trec_eval "
+    "(ndcg_cut_10, ndcg_cut.5,10) or ranx (ndcg_burges@10, map@100-l2) syntax; repeatable. "
+    f"[default: {DEFAULT_METRICS}]",
+)
+@click.option(
+    "--profile", "profile_name", default="trec_eval", show_default=True, metavar="NAME",
+    help="The named conventions to evaluate under.",
+)
+@click.option(
+    "--set", "settings", multiple=True, metavar="AXIS=VALUE",
+    help="Override one axis of the profile, e.g. --set gain=exponential; repeatable.",
+)
+@click.option("--per-query", "-q", is_flag=True, help="Also give each query's value.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+    show_default=True, help="Output format.",
+)
+@click.option("--quiet", is_flag=True, help="No row counts or warnings on stderr.")
+@reports_errors
+def eval_command(
+    qrels_path: str | None,
+    run_path: str | None,
+    example: bool,
+    metrics: tuple[str, ...],
+    profile_name: str,
+    settings: tuple[str, ...],
+    per_query: bool,
+    fmt: str,
+    quiet: bool,
+) -> None:
+    """Evaluate a run against qrels, like trec_eval, under a named profile.
+
+    Measure names fix the axes they name (P(rel=2)@5 fixes the relevance threshold,
+    ndcg_burges@10 the exponential gain) whatever the profile says; --set changes the profile
+    for every measure.
+    """
+    measures = parse_measures(list(metrics) if metrics else DEFAULT_METRICS)
+    base = _profile(profile_name).with_settings(list(settings))
+    if example and (qrels_path or run_path):
+        _fail("--example evaluates the bundled files; give either --example or --qrels and --run")
+    if not example and not (qrels_path and run_path):
+        missing = " and ".join(n for n, p in (("--qrels", qrels_path), ("--run", run_path)) if not p)
+        _fail(f"missing {missing}: give --qrels FILE --run FILE, or --example to try the bundled example")
+
+    with ExitStack() as stack:
+        if example:
+            files = resources.files("conformance") / "examples"
+            qrels_path = str(stack.enter_context(resources.as_file(files / "qrels.txt")))
+            run_path = str(stack.enter_context(resources.as_file(files / "run.txt")))
+        result = _evaluate(qrels_path, run_path, measures, base)
+
+    if fmt == "json":
+        click.echo(_json(result, profile_name, base, measures, per_query))
+        if not quiet:
+            _warnings(result)
+        return
+    if not quiet:
+        _report_counts(result)
+        _warnings(result)
+    rows = _rows(result, measures, per_query)
+    if fmt == "csv":
+        buf = _stdio.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["measure", "qid", "value"])
+        for text, qid, lo, hi, count, ranged in rows:
+            writer.writerow([text, qid, _text_value(lo, hi, count, ranged, _full)])
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        for text, qid, lo, hi, count, ranged in rows:
+            click.echo(f"{text:<22}\t{qid}\t{_text_value(lo, hi, count, ranged, _four)}")
+
+
+class _Result:
+    """Everything evaluated for one invocation."""
+
+    def __init__(self, qrels, run, evaluations, scored: int) -> None:
+        self.qrels, self.run = qrels, run
+        self.evaluations = evaluations  # Measure -> Evaluation holding it
+        qrels_q = set(qrels.present_qids().tolist())
+        run_q = set(run.present_qids().tolist())
+        self.queries = {
+            "scored": scored,
+            "run_only": len(run_q - qrels_q),
+            "qrels_only": len(qrels_q - run_q),
+        }
+
+    def mean(self, m: Measure) -> tuple[float, float]:
+        ev = self.evaluations[m]
+        return ev.aggregate(m), ev.aggregate(m, upper=True)
+
+    def per_query(self, m: Measure) -> dict[str, tuple[float, float]]:
+        return self.evaluations[m].ranges(m)
+
+    def ranged(self, m: Measure) -> bool:
+        return self.evaluations[m].conventions[m].ties == "unspecified"
+
+
+def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Conventions) -> _Result:
+    from conformance import io as cio
+    from conformance.reference import evaluate
+    from conformance.reference.prepare import Prepared
+
+    qrels = cio.load_qrels(qrels_path)
+    run = cio.load_run(run_path, duplicates=base.duplicates)
+    prep = Prepared(qrels, run)  # joined once, shared by every convention set below
+    groups: dict[Conventions, list[Measure]] = {}
+    for m in measures:
+        group = groups.setdefault(m.conventions(base), [])
+        if m not in group:  # ndcg_cut_10 and nDCG@10 are one measure: computed once
+            group.append(m)
+    evaluations = {}
+    for conv, group in groups.items():
+        ev = evaluate(prep, None, group, conv)
+        for m in group:
+            evaluations[m] = ev
+    scored = int(evaluate(prep, None, [], base).qids.size)
+    return _Result(qrels, run, evaluations, scored)
+
+
+def _rows(result: _Result, measures: list[Measure], per_query: bool) -> list[tuple]:
+    rows = []
+    if per_query:
+        by_measure = {m.text: result.per_query(m) for m in measures}
+        qids = sorted({q for values in by_measure.values() for q in values})
+        for q in qids:
+            for m in measures:
+                if q in by_measure[m.text]:
+                    lo, hi = by_measure[m.text][q]
+                    rows.append((m.text, q, lo, hi, m.aggregate == "sum", result.ranged(m)))
+    for m in measures:
+        lo, hi = result.mean(m)
+        rows.append((m.text, "all", lo, hi, m.aggregate == "sum", result.ranged(m)))
+    return rows
+
+
+def _same(lo: float, hi: float) -> bool:
+    return lo == hi or (math.isnan(lo) and math.isnan(hi))
+
+
+def _four(v: float, count: bool) -> str:
+    if math.isnan(v):
+        return "nan"
+    return str(int(v)) if count and float(v).is_integer() else f"{v:.4f}"
+
+
+def _full(v: float, count: bool) -> str:
+    if math.isnan(v):
+        return "nan"
+    return str(int(v)) if count and float(v).is_integer() else repr(float(v))
+
+
+def _text_value(lo: float, hi: float, count: bool, ranged: bool, one) -> str:
+    if ranged and not _same(lo, hi):
+        return f"{one(lo, count)}..{one(hi, count)}"
+    return one(lo, count)
+
+
+def _json_number(v: float, count: bool) -> Any:
+    if math.isnan(v):
+        return None
+    return int(v) if count and float(v).is_integer() else float(v)
+
+
+def _json_value(lo: float, hi: float, count: bool, ranged: bool) -> Any:
+    if ranged:
+        return [_json_number(lo, count), _json_number(hi, count)]
+    return _json_number(lo, count)
+
+
+def _json(result: _Result, profile_name: str, base: Conventions, measures: list[Measure], per_query: bool) -> str:
+    doc: dict[str, Any] = {
+        "profile": profile_name,
+        "conventions": base.to_dict(),
+        "overrides": {
+            m.text: {axis: format_value(value) for axis, value in m.overrides}
+            for m in measures if m.overrides
+        },
+        "metrics": {
+            m.text: _json_value(*result.mean(m), m.aggregate == "sum", result.ranged(m))
+            for m in measures
+        },
+        "counts": {
+            "qrels": result.qrels.counts.to_dict(),
+            "run": result.run.counts.to_dict(),
+            "queries": dict(result.queries),
+        },
+    }
+    if per_query:
+        table: dict[str, dict[str, Any]] = {}
+        for m in measures:
+            for q, (lo, hi) in result.per_query(m).items():
+                table.setdefault(q, {})[m.text] = _json_value(lo, hi, m.aggregate == "sum", result.ranged(m))
+        doc["per_query"] = table
+    return json.dumps(doc, sort_keys=True, indent=2, allow_nan=False)
+
+
+def _describe(what: str, table) -> str:
+    c = table.counts
+    text = f"{what} {table.source}: {c.read} rows read, {c.used} used, {c.ignored} ignored"
+    if c.reasons:
+        text += " (" + ", ".join(f"{reason}: {n}" for reason, n in sorted(c.reasons.items())) + ")"
+    extra = [f"{n} {kind} lines" for kind, n in (("comment", c.comments), ("blank", c.blank)) if n]
+    if extra:
+        text += "; " + ", ".join(extra) + " skipped"
+    return text
+
+
+def _report_counts(result: _Result) -> None:
+    q = result.queries
+    click.echo(f"conformance: {_describe('qrels', result.qrels)}", err=True)
+    click.echo(f"conformance: {_describe('run', result.run)}", err=True)
+    click.echo(
+        f"conformance: queries: {q['scored']} scored, {q['run_only']} only in the run, "
+        f"{q['qrels_only']} only in the qrels",
+        err=True,
+    )
+
+
+def _warnings(result: _Result) -> None:
+    if result.queries["scored"] == 0:
+        click.echo(
+            "conformance: warning: no query was scored (the run and the qrels share no query "
+            "under the query_set in force), so every mean is nan",
+            err=True,
+        )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

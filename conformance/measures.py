@@ -1,0 +1,673 @@
+"""What a measure is: its family, its cutoff, and the conventions its name fixes.
+
+A :class:`Measure` says nothing about how it is computed (that is ``conformance.reference`` and
+the library adapters). Names are read in ir_measures syntax (``nDCG@10``, ``P(rel=2)@5``),
+trec_eval syntax (``ndcg_cut_10``, ``P_5``) and ranx syntax (``ndcg_burges@10``, ``map@100-l2``);
+``Measure.text`` keeps the spelling the user gave so output keys match what was asked for.
+"""
+
+from __future__ import annotations
+
+import difflib as _difflib
+import math as _math
+import re as _re
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.conventions import AXES as _AXES
+from conformance.conventions import ConventionError as _ConventionError
+from conformance.conventions import Conventions, format_value
+
+# family -> (meaning, aggregate over queries, takes a cutoff, needs a cutoff)
+FAMILIES: dict[str, tuple[str, str, bool, bool]] = {
+    "nDCG": ("normalised discounted cumulative gain", "mean", True, False),
+    "DCG": ("discounted cumulative gain", "mean", True, False),
+    "P": ("precision", "mean", True, True),
+    "R": ("recall", "mean", True, False),
+    "F1": ("harmonic mean of P@k and R@k", "mean", True, True),
+    "Success": ("1 if a relevant document is in the top k", "mean", True, False),
+    "RR": ("reciprocal rank of the first relevant document", "mean", True, False),
+    "AP": ("average precision", "mean", True, False),
+    "Rprec": ("precision at rank R", "mean", False, False),
+    "T": ("((1 - alpha) n_p - alpha n_n) / K", "mean", True, True),
+    "Fe": ("F1@K with R estimated as the relevant count in the top 2K", "mean", True, True),
+    "NumQ": ("number of queries", "sum", False, False),
+    "NumRet": ("number of retrieved documents", "sum", False, False),
+    "NumRel": ("number of relevant judged documents", "sum", False, False),
+    "NumRelRet": ("number of relevant retrieved documents", "sum", False, False),
+}
+
+
+class MeasureError(ValueError):
+    """A metric name that cannot be read."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A measure: ``family`` at ``cutoff`` with measure-level convention ``overrides``.
+
+    ``overrides`` are the axes the name itself fixes, whatever the profile says: ir_measures'
+    ``rel=2`` and ranx's ``-l2`` fix ``relevance_threshold``; ``dcg='exp-log2'`` and ranx's
+    ``ndcg_burges`` fix ``gain``; trec_eval's ``ndcg.1=3,2=9`` fixes a custom gain map.
+    ``alpha`` is T's parameter. ``text`` is the name as the user wrote it; it does not take part
+    in equality, so ``ndcg_cut_10`` and ``nDCG@10`` are the same measure.
+    """
+
+    family: str
+    cutoff: int | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+    alpha: float | None = None
+    text: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise MeasureError(f"unknown measure family {self.family!r}")
+        if not self.text:
+            object.__setattr__(self, "text", self.canonical)
+
+    @property
+    def aggregate(self) -> str:
+        return FAMILIES[self.family][1]
+
+    @property
+    def canonical(self) -> str:
+        """ir_measures-style name, e.g. ``nDCG(gain=exponential)@10``; :func:`parse_measure`
+        reads it back to an equal measure."""
+        # A value holding a comma (a gain map) is quoted, so parse_measure reads the name back.
+        params = [
+            f"{k}='{v}'" if "," in format_value(v) else f"{k}={format_value(v)}"
+            for k, v in self.overrides
+        ]
+        if self.alpha is not None:
+            params.insert(0, f"alpha={self.alpha!r}")
+        name = self.family + (f"({','.join(params)})" if params else "")
+        return name + (f"@{self.cutoff}" if self.cutoff is not None else "")
+
+    def conventions(self, base: Conventions) -> Conventions:
+        """``base`` with this measure's own overrides applied."""
+        return base.replace(**dict(self.overrides)) if self.overrides else base
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# --------------------------------------------------------------------------------------------
+# Reading measure names
+# --------------------------------------------------------------------------------------------
+
+# Families whose value depends on which documents count as relevant (label >= threshold): the
+# ones that accept ir_measures' ``rel=`` and where ranx's ``-lN`` needs no second axis.
+_BINARY = {"P", "R", "F1", "Success", "RR", "AP", "Rprec", "T", "Fe", "NumRel", "NumRelRet"}
+_GRADED = {"nDCG", "DCG"}
+
+# trec_eval's cutoff lists when a cutoff measure is named without parameters (``-m P``).
+_TREC_DEFAULT_CUTOFFS = {
+    "P": "5,10,15,20,30,100,200,500,1000",
+    "recall": "5,10,15,20,30,100,200,500,1000",
+    "ndcg_cut": "5,10,15,20,30,100,200,500,1000",
+    "map_cut": "5,10,15,20,30,100,200,500,1000",
+    "success": "1,5,10",
+}
+
+
+@dataclass(frozen=True)
+class _Name:
+    """How one spelling may be used.
+
+    at: ``NAME@k``; params: ``NAME(key=value,...)``; under: trec_eval ``NAME_k``; dot: trec_eval
+    ``NAME.params``, either "cutoffs" (``P.5,10``) or "gains" (``ndcg.1=3,2=9``); level: ranx's
+    ``-lN`` suffix; bare: the name alone is allowed (else ``bare_error`` explains why not);
+    fixed: overrides the name itself carries (ranx's ``_burges``).
+    """
+
+    family: str
+    at: bool = False
+    params: bool = False
+    under: bool = False
+    dot: str | None = None
+    level: bool = False
+    bare: bool = True
+    bare_error: str = ""
+    fixed: tuple[tuple[str, Any], ...] = ()
+
+
+def _trec_bare(name: str, family: str) -> str:
+    return (
+        f"trec_eval's bare {name!r} stands for {family} at its default cutoffs "
+        f"{_TREC_DEFAULT_CUTOFFS[name]}; name the cutoffs you want, such as {name}.5,10 or "
+        f"{name}_10"
+    )
+
+
+_EXP = (("gain", "exponential"),)
+
+# Every spelling we read. ir_measures names are case-sensitive CamelCase (with its aliases NDCG,
+# MAP, MRR, Precision, Recall, RPrec); trec_eval and ranx names are lower case (but P, Rprec).
+_NAMES: dict[str, _Name] = {
+    # ir_measures (plus DCG, F1, T and Fe, which it does not have, in the same syntax)
+    "nDCG": _Name("nDCG", at=True, params=True),
+    "NDCG": _Name("nDCG", at=True, params=True),
+    "DCG": _Name("DCG", at=True, params=True),
+    "P": _Name(
+        "P", at=True, params=True, under=True, dot="cutoffs", bare=False,
+        bare_error="P needs a cutoff, such as P@10; " + _trec_bare("P", "P"),
+    ),
+    "Precision": _Name("P", at=True, params=True, bare=False, bare_error="Precision needs a cutoff, such as Precision@10"),
+    "R": _Name("R", at=True, params=True),
+    "Recall": _Name("R", at=True, params=True),
+    "F1": _Name("F1", at=True, params=True, bare=False, bare_error="F1 needs a cutoff, such as F1@10"),
+    "Success": _Name("Success", at=True, params=True),
+    "RR": _Name("RR", at=True, params=True),
+    "MRR": _Name("RR", at=True, params=True),
+    "AP": _Name("AP", at=True, params=True),
+    "MAP": _Name("AP", at=True, params=True),
+    "Rprec": _Name("Rprec", params=True),
+    "RPrec": _Name("Rprec", params=True),
+    "T": _Name("T", at=True, params=True, bare=False, bare_error="T needs alpha and a cutoff, such as T(alpha=0.5)@10"),
+    "Fe": _Name("Fe", at=True, params=True, bare=False, bare_error="Fe needs a cutoff, such as Fe@10"),
+    "NumQ": _Name("NumQ", params=True),
+    "NumRet": _Name("NumRet", params=True),
+    "NumRel": _Name("NumRel", params=True),
+    "NumRelRet": _Name("NumRelRet", params=True),
+    # trec_eval (P and Rprec above)
+    "ndcg": _Name("nDCG", at=True, dot="gains", level=True),  # also ranx
+    "ndcg_cut": _Name("nDCG", under=True, dot="cutoffs", bare=False, bare_error=_trec_bare("ndcg_cut", "nDCG")),
+    "map": _Name("AP", at=True, level=True),  # also ranx
+    "map_cut": _Name("AP", under=True, dot="cutoffs", bare=False, bare_error=_trec_bare("map_cut", "AP")),
+    "recip_rank": _Name("RR"),
+    "recall": _Name(  # also ranx
+        "R", at=True, under=True, dot="cutoffs", level=True, bare=False,
+        bare_error=(
+            "bare 'recall' is ambiguous: ranx reads it as recall over the whole list (write R), "
+            "trec_eval as recall at 5,10,15,20,30,100,200,500,1000 (write recall.5,10,... or recall_100)"
+        ),
+    ),
+    "success": _Name("Success", under=True, dot="cutoffs", bare=False, bare_error=_trec_bare("success", "Success")),
+    "num_q": _Name("NumQ"),
+    "num_ret": _Name("NumRet"),
+    "num_rel": _Name("NumRel"),
+    "num_rel_ret": _Name("NumRelRet"),
+    # ranx (ndcg, map and recall above)
+    "ndcg_burges": _Name("nDCG", at=True, level=True, fixed=_EXP),
+    "dcg": _Name("DCG", at=True, level=True),
+    "dcg_burges": _Name("DCG", at=True, level=True, fixed=_EXP),
+    "mrr": _Name("RR", at=True, level=True),
+    "precision": _Name(
+        "P", at=True, level=True, bare=False,
+        bare_error="ranx's bare 'precision' is precision over the whole list, which has no equivalent here; give a cutoff, such as precision@10",
+    ),
+    "hit_rate": _Name("Success", at=True, level=True),
+    "f1": _Name(
+        "F1", at=True, level=True, bare=False,
+        bare_error="ranx's bare 'f1' is F1 over the whole list, which has no equivalent here; give a cutoff, such as f1@10",
+    ),
+    "r-precision": _Name("Rprec", level=True),
+}
+
+# Names the libraries know and we do not compute: a specific message instead of "unknown".
+_UNSUPPORTED: dict[str, str] = {
+    "hits": (
+        "ranx's 'hits' is the number of relevant documents in the top k, averaged over queries; "
+        "conformance has no such measure (NumRelRet is summed over queries and takes no cutoff); "
+        "P@k times k gives the same count when the list holds at least k documents"
+    ),
+    "Judged": "ir_measures' Judged (the fraction of judged documents) is not computed by conformance",
+    "bpref": "bpref is not computed by conformance",
+    "Bpref": "Bpref is not computed by conformance",
+    "BPref": "BPref is not computed by conformance",
+    "rbp": "rank-biased precision is not computed by conformance",
+    "RBP": "rank-biased precision is not computed by conformance",
+    "infAP": "infAP is not computed by conformance",
+    "ERR": "ERR is not computed by conformance",
+    "IPrec": "interpolated precision is not computed by conformance",
+    "iprec_at_recall": "interpolated precision is not computed by conformance",
+    "11pt_avg": "11-point average precision is not computed by conformance",
+    "gm_map": "the geometric mean of AP is not computed by conformance",
+    "Rprec_mult": "Rprec_mult is not computed by conformance",
+    "Rndcg": "Rndcg is not computed by conformance",
+    "ndcg_rel": "ndcg_rel is not computed by conformance",
+    "SetP": "set measures (SetP, SetR, SetF, SetAP) are not computed by conformance",
+    "SetR": "set measures (SetP, SetR, SetF, SetAP) are not computed by conformance",
+    "SetF": "set measures (SetP, SetR, SetF, SetAP) are not computed by conformance",
+    "SetAP": "set measures (SetP, SetR, SetF, SetAP) are not computed by conformance",
+    "set_P": "set measures are not computed by conformance",
+    "set_recall": "set measures are not computed by conformance",
+    "set_map": "set measures are not computed by conformance",
+    "set_F": "set measures are not computed by conformance",
+    "utility": "utility is not computed by conformance",
+    "relstring": "relstring is not a measure conformance computes",
+    "runid": "runid is not a measure",
+}
+
+KNOWN_NAMES: tuple[str, ...] = tuple(_NAMES)
+
+# Parameters accepted in parentheses besides the axis names of conventions.AXES.
+_PARAMS = ("rel", "dcg", "gains", "alpha", "cutoff")
+
+_HEAD = _re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]*")
+_INT = _re.compile(r"[+-]?\d+")
+
+
+def _cutoff(text: str, measure: str) -> int:
+    """A cutoff: a positive integer of any size."""
+    t = text.strip()
+    if not t:
+        raise MeasureError(f"measure {measure!r}: empty cutoff; expected a positive integer, such as @10")
+    if not _INT.fullmatch(t):
+        raise MeasureError(f"measure {measure!r}: cutoff {t!r} is not an integer; expected a positive integer")
+    k = int(t)
+    if k <= 0:
+        raise MeasureError(f"measure {measure!r}: cutoff must be a positive integer, got {k}")
+    return k
+
+
+def _head_of(text: str) -> str:
+    h = _HEAD.match(text)
+    return h.group(0) if h else ""
+
+
+def _unknown(head: str, measure: str) -> MeasureError:
+    if head in _UNSUPPORTED:
+        return MeasureError(
+            f"measure {measure!r}: {_UNSUPPORTED[head]} (known names: {', '.join(KNOWN_NAMES)})"
+        )
+    pool: dict[str, list[str]] = {}
+    for n in _NAMES:
+        pool.setdefault(n.lower(), []).append(n)
+    # Match case-insensitively, so 'Ndcg' still finds nDCG and ndcg.
+    close = _difflib.get_close_matches(head.lower(), list(pool), n=3, cutoff=0.6)
+    names = [n for c in close for n in pool[c]]
+    hint = f"; did you mean {', '.join(names)}?" if names else ""
+    return MeasureError(
+        f"unknown measure {measure!r}{hint} (known names: {', '.join(KNOWN_NAMES)})"
+    )
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside parentheses, braces, brackets and quotes."""
+    parts, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _matching_paren(text: str, start: int, measure: str) -> int:
+    """Index of the ``)`` that closes the ``(`` at ``start``."""
+    depth, quote = 0, ""
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                if ch != ")":
+                    break
+                return i
+    raise MeasureError(f"measure {measure!r}: unbalanced parentheses or quotes")
+
+
+def _unquote(value: str) -> str:
+    v = value.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+        return v[1:-1]
+    return v
+
+
+def _parse_params(inner: str, measure: str) -> list[tuple[str, str]]:
+    out = []
+    if not inner.strip():
+        return out
+    for part in _split_top(inner):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key or not value.strip():
+            raise MeasureError(
+                f"measure {measure!r}: parameter {part.strip()!r} is not key=value, such as rel=2 "
+                "(quote a value that holds commas: gain='0:0,1:1,2:3')"
+            )
+        out.append((key, value.strip()))
+    return out
+
+
+def _gains_dict(text: str, measure: str) -> str:
+    """ir_measures' ``gains={0:0,1:1,2:3}`` -> the gain axis' canonical map."""
+    t = text.strip()
+    if not (t.startswith("{") and t.endswith("}")):
+        raise MeasureError(f"measure {measure!r}: gains must be a map such as {{0:0,1:1,2:3}}, got {t!r}")
+    try:
+        return _AXES["gain"].parse(t[1:-1].replace(" ", ""))
+    except _ConventionError as exc:
+        raise MeasureError(f"measure {measure!r}: {exc}") from None
+
+
+class _Builder:
+    """Collects what a name, its parameters and its suffixes say, and refuses contradictions."""
+
+    def __init__(self, measure: str, family: str) -> None:
+        self.measure, self.family = measure, family
+        self.cutoff: int | None = None
+        self.alpha: float | None = None
+        self.overrides: dict[str, Any] = {}
+
+    def set_cutoff(self, k: int) -> None:
+        if self.cutoff is not None and self.cutoff != k:
+            raise MeasureError(f"measure {self.measure!r}: cutoff given twice ({self.cutoff} and {k})")
+        self.cutoff = k
+
+    def override(self, axis: str, value: Any, via: str) -> None:
+        old = self.overrides.get(axis, value)
+        if old != value:
+            raise MeasureError(
+                f"measure {self.measure!r}: {via} sets {axis}={value} but {axis}={old} is also given"
+            )
+        self.overrides[axis] = value
+
+    def param(self, key: str, raw: str) -> None:
+        value = _unquote(raw)
+        fam, m = self.family, self.measure
+        if key == "judged_only":
+            raise MeasureError(
+                f"measure {m!r}: judged_only is not supported: conformance has no convention that "
+                "drops unjudged retrieved documents from the ranking"
+            )
+        if key == "rel":
+            if fam == "NumRet":  # ir_measures: NumRelRet is NumRet(rel=1)
+                self.family = fam = "NumRelRet"
+            if fam not in _BINARY:
+                raise MeasureError(
+                    f"measure {m!r}: rel= applies to binary measures; for {fam} write "
+                    "relevance_threshold=N,threshold_scope=graded to drop lower labels from the gains"
+                )
+            self.override("relevance_threshold", self._axis("relevance_threshold", value), "rel=")
+        elif key == "dcg":
+            if fam not in _GRADED:
+                raise MeasureError(f"measure {m!r}: dcg= applies to nDCG and DCG only")
+            if value == "exp-log2":
+                self.override("gain", "exponential", "dcg='exp-log2'")
+            elif value != "log2":
+                raise MeasureError(f"measure {m!r}: dcg={value!r}: expected 'log2' or 'exp-log2'")
+        elif key == "gains":
+            if fam not in _GRADED:
+                raise MeasureError(f"measure {m!r}: gains= applies to nDCG and DCG only")
+            self.override("gain", _gains_dict(value, m), "gains=")
+        elif key == "alpha":
+            if fam != "T":
+                raise MeasureError(f"measure {m!r}: alpha= is T's parameter; {fam} takes none")
+            try:
+                a = float(value)
+            except ValueError:
+                a = float("nan")
+            if not (_math.isfinite(a) and 0.0 <= a <= 1.0):
+                raise MeasureError(f"measure {m!r}: alpha must be a number from 0 to 1, got {value!r}")
+            self.alpha = a
+        elif key == "cutoff":
+            self.set_cutoff(_cutoff(value, m))
+        elif key in _AXES:
+            if key == "duplicates":
+                raise MeasureError(
+                    f"measure {m!r}: duplicates is settled when the run is read, for every measure "
+                    "at once; set it for the whole evaluation (--set duplicates=...)"
+                )
+            self.override(key, self._axis(key, value), f"{key}=")
+        else:
+            close = _difflib.get_close_matches(key, list(_PARAMS) + list(_AXES), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise MeasureError(
+                f"measure {m!r}: unknown parameter {key!r}{hint} (parameters: "
+                f"{', '.join(_PARAMS)}, judged_only (refused), or any axis: {', '.join(_AXES)})"
+            )
+
+    def _axis(self, axis: str, value: str) -> Any:
+        try:
+            return _AXES[axis].parse(value)
+        except _ConventionError as exc:
+            raise MeasureError(f"measure {self.measure!r}: {exc}") from None
+
+    def build(self, spec: _Name, text: str) -> Measure:
+        fam, m = self.family, self.measure
+        takes, needs = FAMILIES[fam][2], FAMILIES[fam][3]
+        if self.cutoff is not None and not takes:
+            raise MeasureError(f"measure {m!r}: {fam} takes no cutoff")
+        if self.cutoff is None and needs:
+            raise MeasureError(
+                f"measure {m!r}: {spec.bare_error or fam + ' needs a cutoff, such as ' + fam + '@10'}"
+            )
+        if fam == "T" and self.alpha is None:
+            raise MeasureError(f"measure {m!r}: T needs alpha, such as T(alpha=0.5)@10")
+        order = list(_AXES)
+        overrides = tuple(sorted(self.overrides.items(), key=lambda kv: order.index(kv[0])))
+        return Measure(fam, self.cutoff, overrides, self.alpha, text)
+
+
+def _parse_one(text: str) -> list[Measure]:
+    """One comma-separated item (a trec_eval dotted item may still name several measures)."""
+    measure = text
+    s = text.strip()
+    if not s:
+        raise MeasureError("empty measure name")
+    level: int | None = None
+    pos = s.rfind("-l")
+    if pos > 0 and ")" not in s[pos:]:
+        raw = s[pos + 2:].strip()
+        if _INT.fullmatch(raw):
+            level = int(raw)
+            s = s[:pos].rstrip()
+        elif _head_of(s[:pos]) in _NAMES:
+            raise MeasureError(f"measure {measure!r}: ranx's -l suffix needs an integer level, such as -l2")
+    head_m = _HEAD.match(s)
+    if not head_m:
+        raise MeasureError(f"measure {measure!r}: a measure name starts with a letter, such as nDCG@10")
+    head, rest = head_m.group(0), s[head_m.end():]
+    under_k: str | None = None
+    if head in _NAMES:
+        spec = _NAMES[head]
+    else:
+        mu = _re.fullmatch(r"(.+?)_([+-]?\d+)", head)
+        base = mu.group(1) if mu else ""
+        if base in _NAMES and _NAMES[base].under:
+            head, under_k = base, mu.group(2)
+            spec = _NAMES[head]
+        elif base == "recip_rank":
+            raise MeasureError(
+                f"measure {measure!r}: trec_eval's recip_rank has no cutoff; write RR@{mu.group(2)} "
+                "for the reciprocal rank within the top k"
+            )
+        elif base in _NAMES:
+            fam = _NAMES[base].family
+            raise MeasureError(
+                f"measure {measure!r}: {base} takes no _k cutoff; "
+                + (f"write {base if _NAMES[base].at else fam}@{mu.group(2)}" if FAMILIES[fam][2] else f"{fam} has no cutoff")
+            )
+        else:
+            raise _unknown(head, measure)
+    b = _Builder(measure, spec.family)
+    for axis, value in spec.fixed:
+        b.override(axis, value, head)
+    if under_k is not None:
+        b.set_cutoff(_cutoff(under_k, measure))
+    if rest.startswith("."):
+        if spec.dot is None or under_k is not None:
+            if head == "recip_rank":
+                raise MeasureError(
+                    f"measure {measure!r}: trec_eval accepts recip_rank.k but ignores k; write "
+                    "recip_rank (no cutoff) or RR@k (reciprocal rank within the top k)"
+                )
+            raise MeasureError(f"measure {measure!r}: {head} takes no trec_eval .parameters")
+        if level is not None:
+            raise MeasureError(f"measure {measure!r}: ranx's -l suffix does not combine with trec_eval .parameters")
+        body = rest[1:]
+        if spec.dot == "gains":
+            b.override("gain", b._axis("gain", body), f"{head}.")
+            return [b.build(spec, text.strip())]
+        ks = [_cutoff(k, measure) for k in body.split(",")]
+        out = []
+        for k in ks:
+            bk = _Builder(measure, spec.family)
+            bk.set_cutoff(k)
+            out.append(bk.build(spec, f"{head}.{k}" if len(ks) > 1 else text.strip()))
+        return out
+    if rest.startswith("("):
+        if not spec.params:
+            raise MeasureError(
+                f"measure {measure!r}: {head} takes no (parameters); parameters go with the "
+                "ir_measures names, such as nDCG(gain=exponential)@10"
+            )
+        if under_k is not None:
+            raise MeasureError(f"measure {measure!r}: (parameters) do not combine with trec_eval's _k form")
+        close = _matching_paren(rest, 0, measure)
+        for key, value in _parse_params(rest[1:close], measure):
+            b.param(key, value)
+        rest = rest[close + 1:]
+    if rest.startswith("@"):
+        if under_k is not None:
+            raise MeasureError(f"measure {measure!r}: cutoff given twice")
+        if not spec.at:
+            takes = FAMILIES[spec.family][2]
+            if not takes:
+                raise MeasureError(f"measure {measure!r}: {spec.family} takes no cutoff")
+            k = rest[1:].strip()
+            alt = f"{head}_{k} or " if spec.under else ""
+            raise MeasureError(f"measure {measure!r}: {head} takes no @k; write {alt}{spec.family}@{k}")
+        b.set_cutoff(_cutoff(rest[1:], measure))
+        rest = ""
+    if rest:
+        raise MeasureError(
+            f"measure {measure!r}: cannot read {rest!r} after {head!r}; expected @k, (key=value,...), "
+            "_k or .k,k"
+        )
+    if level is not None:
+        if not spec.level or under_k is not None or "(" in s:
+            raise MeasureError(
+                f"measure {measure!r}: the -lN suffix is ranx syntax and goes with ranx names "
+                "(such as ndcg@10-l2); elsewhere write rel=N, such as P(rel=2)@5"
+            )
+        b.override("relevance_threshold", b._axis("relevance_threshold", str(level)), "-l")
+        if spec.family in _GRADED:
+            # ranx's -lN removes judgments below N before computing gains and the ideal too.
+            b.override("threshold_scope", "graded", "-l")
+    if not spec.bare and b.cutoff is None:
+        raise MeasureError(f"measure {measure!r}: {spec.bare_error}")
+    return [b.build(spec, text.strip())]
+
+
+def parse_measure(text: str) -> Measure:
+    """Read one measure name (ir_measures, trec_eval or ranx syntax); see :func:`parse_measures`.
+
+    A trec_eval item that names several measures (``P.5,10``) is refused here: it is not one.
+    """
+    if not isinstance(text, str):
+        raise MeasureError(f"a measure name must be text, got {type(text).__name__}")
+    try:
+        items = _group_items(text)
+    except MeasureError:
+        items = [text]  # let _parse_one say what is wrong with it
+    if len(items) > 1:
+        raise MeasureError(
+            f"{text.strip()!r} is a list of {len(items)} measures; read it with parse_measures"
+        )
+    out = _parse_one(text)
+    if len(out) != 1:
+        raise MeasureError(
+            f"measure {text.strip()!r} names {len(out)} measures; read it with parse_measures"
+        )
+    return out[0]
+
+
+def _group_items(text: str) -> list[str]:
+    """Top-level comma pieces, with trec_eval's parameter lists put back together.
+
+    A piece that does not start with a letter cannot be a name: it continues the trec_eval
+    ``.params`` item before it (``ndcg_cut.5,10``, ``ndcg.1=3,2=9``).
+    """
+    items: list[str] = []
+    for piece in _split_top(text):
+        p = piece.strip()
+        if not p:
+            raise MeasureError(f"empty measure name in {text.strip()!r}")
+        if p[0].isalpha():
+            items.append(p)
+            continue
+        prev = items[-1] if items else ""
+        h = _HEAD.match(prev)
+        if h and prev[h.end():].startswith("."):
+            items[-1] = prev + "," + p
+            continue
+        raise MeasureError(
+            f"{p!r} in {text.strip()!r} is not a measure name; a bare number only continues a "
+            "trec_eval parameter list, such as ndcg_cut.5,10"
+        )
+    return items
+
+
+def parse_measures(text: str | list[str] | tuple[str, ...]) -> list[Measure]:
+    """Read a comma-separated list of measure names, in any mix of three syntaxes.
+
+    - ir_measures: ``nDCG@10``, ``P(rel=2)@5``, ``nDCG(dcg='exp-log2')@10``, ``T(alpha=0.5)@10``,
+      and any convention axis as a parameter: ``nDCG(gain=exponential,discount=jarvelin)@10``
+      (quote values that hold commas: ``nDCG(gain='0:0,1:1,2:3')``).
+    - trec_eval: ``ndcg_cut_10``, ``ndcg_cut.10``, ``P_5``, ``map``, ``recip_rank``,
+      ``ndcg.1=3,2=9`` (a custom gain map), ``num_rel_ret``...
+    - ranx: ``ndcg@10``, ``ndcg_burges@10``, ``mrr@10``, ``hit_rate@5``, ``r-precision``, and
+      the ``-lN`` suffix (``ndcg@10-l2``).
+
+    Commas inside parentheses, braces or quotes belong to the parameters. A comma-separated piece
+    that does not start with a letter continues the trec_eval ``.params`` item before it, as in
+    ``trec_eval -m``: ``"ndcg_cut.5,10,map"`` is nDCG@5, nDCG@10 and AP, spelled ``ndcg_cut.5``,
+    ``ndcg_cut.10`` and ``map``; ``"ndcg.1=3,2=9,P_5"`` is one nDCG with gains 1:3,2:9 and P@5.
+    ``text`` may also be a list of such strings. The same spelling twice is an error (output is
+    keyed by spelling).
+
+    What the names fix (``Measure.overrides``): ``rel=N`` and ranx's ``-lN`` fix
+    ``relevance_threshold``; ranx's ``-lN`` on ``ndcg``/``dcg`` also fixes
+    ``threshold_scope=graded``, because ranx drops judgments below N before computing gains and
+    the ideal (checked live on ranx 0.3.21); ``dcg='exp-log2'``, ``_burges`` fix
+    ``gain=exponential``; ``dcg='log2'`` is ir_measures' default and fixes nothing; ``gains={..}``
+    and trec_eval's ``ndcg.1=3,2=9`` fix a custom gain map. Everything else is left to the profile.
+
+    Refused on purpose, each with a message saying why and what to write instead:
+
+    - a bare trec_eval cutoff name (``P``, ``ndcg_cut``, ``map_cut``, ``success``): trec_eval
+      reads it as 9 (or 3) default cutoffs; name them. Bare ``recall`` is also ambiguous (ranx:
+      the whole list). ``recip_rank.10``: trec_eval accepts and ignores the 10.
+    - ranx's ``hits@k``: the mean count of relevant documents in the top k, a measure we lack.
+    - ``judged_only=``: no convention drops unjudged documents from a ranking.
+    - ``duplicates=`` inside a name: it is settled once when the run is read.
+    - ``T`` without ``alpha`` (no default: a paper's T may use any alpha in [0, 1]).
+    - ``rel=`` on nDCG/DCG (ir_measures has none; write the two axes explicitly).
+    - a cutoff that is not a positive integer (trec_eval truncates ``23.4`` to 23; we refuse).
+    """
+    texts = [text] if isinstance(text, str) else list(text)
+    out: list[Measure] = []
+    seen: set[str] = set()
+    for t in texts:
+        if not isinstance(t, str):
+            raise MeasureError(f"a measure name must be text, got {type(t).__name__}")
+        if not t.strip():
+            raise MeasureError("no measure given")
+        for item in _group_items(t):
+            for m in _parse_one(item):
+                if m.text in seen:
+                    raise MeasureError(f"measure {m.text!r} is listed twice")
+                seen.add(m.text)
+                out.append(m)
+    return out
