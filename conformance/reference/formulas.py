@@ -41,6 +41,7 @@ class Context:
     @property
     def R(self) -> np.ndarray:
         if self.conv.ideal == "retrieved":
+            self.require_fixed_count(None, "ideal=retrieved with a depth cut")
             return self.ranked.upto(self.ranked.rel, None)
         return self.R_judged
 
@@ -48,6 +49,7 @@ class Context:
         if k not in self._idcg:
             r = self.ranked
             if self.conv.ideal == "retrieved":
+                self.require_fixed_count(None, "ideal=retrieved with a depth cut")
                 q = np.repeat(np.arange(r.n_queries), r.n)
                 self._idcg[k] = ideal_dcg(r.gain, q, r.n_queries, self.conv, k)
             else:
@@ -69,7 +71,8 @@ class Context:
         sits in a denominator (the expectation of a ratio has no closed form here)."""
         if self.tie_rule == "average" and self.ranked.splits_mixed_group(k).any():
             raise EvaluationError(
-                f"{what} under ties=average: the cutoff {k} splits a tied group of relevant and "
+                f"{what} under ties=average: the cut at {k if k is not None else 'depth'} splits a "
+                "tied group of relevant and "
                 "non-relevant documents, so the denominator is random and the expected value "
                 "has no closed form; choose another tie rule"
             )
@@ -160,20 +163,21 @@ def range_upto(r: Ranked, x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def dcg(ctx: Context, m: Measure) -> Result:
     """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when the
-    ideal DCG is 0."""
+    ideal DCG is <= 0, as for nDCG, so that empty_query treats DCG and nDCG alike."""
     r = ctx.ranked
     val = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
-    return val, ctx.idcg(m.cutoff) == 0
+    return val, ctx.idcg(m.cutoff) <= 0
 
 
 def ndcg(ctx: Context, m: Measure) -> Result:
     """nDCG@k = DCG@k / IDCG@k, the ideal DCG of the ideal source (``ideal``) sorted by gain
     descending and cut at k. nDCG without a cutoff uses the whole list and the whole ideal.
-    Empty when IDCG@k = 0."""
+    Empty when IDCG@k <= 0 (0/0; a negative ideal arises only under negative_labels=keep, and
+    libraries that keep negative gains, such as XGBoost's linear gain, treat it as empty too)."""
     r = ctx.ranked
     d = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
     ideal = ctx.idcg(m.cutoff)
-    return _safe_div(d, ideal), ideal == 0
+    return _safe_div(d, ideal), ideal <= 0
 
 
 def t_measure(ctx: Context, m: Measure) -> Result:
