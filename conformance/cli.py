@@ -335,3 +335,156 @@ def _warnings(result: _Result) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+# ---------------------------------------------------------------------------------------------
+# conformance run: every library entry beside the reference, every disagreement explained
+# ---------------------------------------------------------------------------------------------
+
+
+def _select_entries(libs: str):
+    from conformance import libs as L
+
+    entries = L.all_entries()
+    if libs.strip() == "all":
+        return entries
+    names = [n.strip() for n in libs.split(",") if n.strip()]
+    chosen = []
+    for n in names:
+        matching = [e for e in entries if e.name == n or (":" not in n and e.library == n)]
+        if not matching:
+            try:
+                L.entry(n)
+            except KeyError as exc:
+                raise ConformanceError(f"--libs: {exc.args[0]}") from None
+        chosen.extend(e for e in matching if e not in chosen)
+    return chosen
+
+
+@main.command("run")
+@click.option("--libs", default="all", show_default=True, metavar="all|NAME,NAME",
+              help="Library entries to run: 'all', entry names (lightgbm:linear_gain) or "
+                   "library names (every entry of that library).")
+@click.option("--cases", "cases_dir", metavar="DIR",
+              help="A directory of case files (default: the bundled edge-case corpus).")
+@click.option("--qrels", "qrels_path", metavar="FILE", help="Your own qrels (with --run).")
+@click.option("--run", "run_path", metavar="FILE", help="Your own run (with --qrels).")
+@click.option("-m", "--metrics", "metric_lists", multiple=True, metavar="LIST",
+              help="Measures to compare (default: each case's own list; for --qrels/--run "
+                   "nDCG@10,nDCG,AP,RR,P@10,R@100).")
+@click.option("--json", "json_path", metavar="OUT", help="Write the full comparison as JSON.")
+@click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--tol", type=float, default=None, metavar="X",
+              help="One tolerance for every comparison (default: each entry's own, 1e-12 for "
+                   "float64 libraries and 1e-6 for float32 ones).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@reports_errors
+def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, tol, quiet):
+    """Run library entries beside the reference over the edge-case corpus (or your files) and
+    explain every disagreement by the conventions that cause it.
+
+    Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
+    input.
+    """
+    from conformance import summary
+    from conformance.runner import Subject, run_entries
+
+    entries = _select_entries(libs)
+    metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
+    if (qrels_path is None) != (run_path is None):
+        raise ConformanceError("--qrels and --run go together")
+    if qrels_path is not None:
+        if cases_dir is not None:
+            raise ConformanceError("give either --cases or --qrels/--run, not both")
+        from conformance import io as cio
+
+        qrels = cio.load_qrels(qrels_path)
+        run = cio.load_run(run_path, duplicates="error")
+        subjects = [Subject(os.path.basename(run_path), qrels, run,
+                            metrics or parse_measures("nDCG@10,nDCG,AP,RR,P@10,R@100"))]
+    else:
+        from conformance.cases import load_cases
+
+        cases = load_cases(cases_dir)
+        subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures) for c in cases]
+
+    for e in entries:
+        if not e.available():
+            click.echo(f"conformance: warning: {e.name} is not installed; it is reported as "
+                       f"unavailable", err=True)
+    result = _run_with_progress(run_entries, entries, subjects, tol, quiet)
+    click.echo(summary.render(result))
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as fh:
+            fh.write(result.dumps())
+    if html_path:
+        from conformance.report import html as report_html
+
+        report_html.write(result, html_path)
+    raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
+
+
+def _run_with_progress(run_entries, entries, subjects, tol, quiet):
+    if quiet or not sys.stderr.isatty():
+        return run_entries(entries, subjects, tol)
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=None) as progress:
+        task = progress.add_task("cases", total=len(subjects))
+        return run_entries(entries, subjects, tol,
+                           progress=lambda name: progress.update(task, advance=1, description=name))
+
+
+@main.command("libs")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@reports_errors
+def libs_command(fmt):
+    """List the library entries, their installed versions, and each entry's profile across the
+    convention axes."""
+    from conformance import libs as L
+    from conformance.conventions import AXES
+
+    entries = L.all_entries()
+    rows = []
+    for e in entries:
+        available = e.available()
+        prof = e.default_profile().to_dict()
+        rows.append({"entry": e.name, "library": e.library, "available": available,
+                     "version": e.version() if available else None,
+                     "description": e.description, "tolerance": e.tolerance, "profile": prof})
+    if fmt == "json":
+        click.echo(json.dumps({"entries": rows}, sort_keys=True, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(120, Console().width))
+    t = Table(title="library entries")
+    for col in ("entry", "version", "description"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["entry"], r["version"] or "not installed", r["description"])
+    console.print(t)
+    # profiles as plain columns in blocks that fit the terminal, so no value is cut short
+    width = console.width
+    axis_w = max(len(a) for a in AXES) + 2
+    col_w = {r["entry"]: max(len(r["entry"]), *(len(v) for v in r["profile"].values())) + 2
+             for r in rows}
+    block: list[dict] = []
+    blocks = [block]
+    used = axis_w
+    for r in rows:
+        if block and used + col_w[r["entry"]] > width:
+            block = []
+            blocks.append(block)
+            used = axis_w
+        block.append(r)
+        used += col_w[r["entry"]]
+    click.echo("\nprofiles (each entry's main measure; measure names can fix some axes):")
+    for block in blocks:
+        click.echo("")
+        click.echo("axis".ljust(axis_w) + "".join(r["entry"].ljust(col_w[r["entry"]]) for r in block))
+        for axis in AXES:
+            click.echo(axis.ljust(axis_w)
+                       + "".join(r["profile"][axis].ljust(col_w[r["entry"]]) for r in block))

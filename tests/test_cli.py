@@ -432,7 +432,7 @@ def test_console_script_runs_the_example():
     assert doc["metrics"]["P@10"] == pytest.approx(1.1 / 3, abs=1e-12)
 
 
-def test_console_script_error_exit_status(tmp_path):
+def test_console_script_error_exit_status():
     done = subprocess.run([_script(), "eval", "--example", "-m", "ndcg_cut@10"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2

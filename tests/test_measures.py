@@ -9,6 +9,7 @@ and compares its reading with ours; where a name's meaning was settled by runnin
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -354,14 +355,8 @@ def test_parse_measure_refuses_an_item_naming_several():
     ],
 )
 def test_bad_names(text, message):
-    with pytest.raises(MeasureError, match=_re_escape(message)):
+    with pytest.raises(MeasureError, match=re.escape(message)):
         parse_measure(text)
-
-
-def _re_escape(text: str) -> str:
-    import re
-
-    return re.escape(text)
 
 
 def test_unknown_name_lists_the_closest_known_names():

@@ -1,0 +1,230 @@
+"""Explaining a disagreement between two library entries by the conventions that cause it.
+
+For one case and one measure, each entry gave per-query values (or an error). Two entries
+*agree* when they return the same queries with values within tolerance, or both fail. For each
+pair of disagreeing entries A and B, let D be the axes on which their declared profiles differ.
+The explanation is the smallest subset S of D such that the reference under A's profile with the
+axes of S switched to B's values gives B's values (or fails where B failed). Subsets are tried
+by size, then in axis order, so the first found is minimal.
+
+Before any pair is explained, each entry is checked against its own profile: an entry whose
+values the reference does not reproduce under its profile is UNEXPLAINED, and so is a pair for
+which no subset of D works. Those are findings: a wrong profile, a missing axis or a library bug.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from conformance.conventions import AXES, Conventions, format_value
+from conformance.errors import EvaluationError
+from conformance.libs.base import LibraryValues
+from conformance.measures import Measure
+from conformance.reference import evaluate
+from conformance.reference.prepare import Prepared
+
+# Beyond this many differing axes the subset search would cost 2^n evaluations; none of our
+# entry pairs come near it, and a pair that did would be reported rather than searched.
+MAX_DIFFERING_AXES = 12
+
+
+@dataclass
+class Expected:
+    """What the reference predicts under one convention set: per-query [lo, hi], or an error."""
+
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    error: str | None = None
+
+
+def predict(prep: Prepared, measure: Measure, conv: Conventions) -> Expected:
+    try:
+        ev = evaluate(prep, None, [measure], conv)
+    except EvaluationError as exc:
+        return Expected(error=str(exc))
+    return Expected(ranges=ev.ranges(measure))
+
+
+def matches(expected: Expected, got: LibraryValues, tol: float) -> bool:
+    """Does an entry's output fall within the reference's prediction?"""
+    if expected.error is not None or got.error is not None:
+        return expected.error is not None and got.error is not None
+    if set(expected.ranges) != set(got.per_query):
+        return False
+    for q, (lo, hi) in expected.ranges.items():
+        v = got.per_query[q]
+        if math.isnan(v) or math.isnan(lo):
+            if not (math.isnan(v) and math.isnan(lo)):
+                return False
+            continue
+        if v < lo - tol or v > hi + tol:
+            return False
+    return True
+
+
+def agree(a: LibraryValues, b: LibraryValues, tol: float) -> bool:
+    """Do two entries' outputs agree (same queries, values within tol, or both errors)?"""
+    if a.error is not None or b.error is not None:
+        return a.error is not None and b.error is not None
+    if set(a.per_query) != set(b.per_query):
+        return False
+    for q, va in a.per_query.items():
+        vb = b.per_query[q]
+        if math.isnan(va) or math.isnan(vb):
+            if not (math.isnan(va) and math.isnan(vb)):
+                return False
+        elif abs(va - vb) > tol:
+            return False
+    return True
+
+
+@dataclass
+class Explanation:
+    between: tuple[str, str]
+    axes: list[str] | None  # None: unexplained
+    switched: dict[str, tuple[str, str]]  # axis -> (A's value, B's value)
+    differing: list[str]  # all axes on which the two profiles differ
+
+    def to_json(self) -> dict:
+        return {
+            "between": list(self.between),
+            "axes": self.axes,
+            "values": {a: list(v) for a, v in sorted(self.switched.items())},
+        }
+
+
+def explain_pair(prep: Prepared, measure: Measure, name_a: str, prof_a: Conventions,
+                 name_b: str, prof_b: Conventions, got_b: LibraryValues, tol: float,
+                 ) -> Explanation:
+    """The smallest set of axes that, switched from A's profile to B's, gives B's output."""
+    differing = prof_a.differing_axes(prof_b)
+    if len(differing) <= MAX_DIFFERING_AXES:
+        for size in range(1, len(differing) + 1):
+            for subset in itertools.combinations(differing, size):
+                conv = prof_a.replace(**{ax: getattr(prof_b, ax) for ax in subset})
+                if matches(predict(prep, measure, conv), got_b, tol):
+                    return Explanation(
+                        (name_a, name_b), list(subset),
+                        {ax: (format_value(getattr(prof_a, ax)), format_value(getattr(prof_b, ax)))
+                         for ax in subset},
+                        differing,
+                    )
+    return Explanation((name_a, name_b), None, {}, differing)
+
+
+@dataclass
+class Comparison:
+    """One case x measure: every entry's output, who agrees, and why the others differ."""
+
+    case: str
+    metric: str
+    values: dict[str, float | None]  # entry -> its mean (None when it failed)
+    per_query: dict[str, dict[str, float]]
+    errors: dict[str, str]
+    classes: list[list[str]]  # entries grouped by agreement, in entry order
+    explanations: list[Explanation]
+    unexplained: list[dict]
+    tolerance: float
+
+    @property
+    def disagreements(self) -> int:
+        return len(self.explanations)
+
+    def to_json(self) -> dict:
+        return {
+            "case": self.case,
+            "metric": self.metric,
+            "values": {k: _json_number(v) for k, v in sorted(self.values.items())},
+            "errors": dict(sorted(self.errors.items())),
+            "agreement": self.classes,
+            "explanations": [e.to_json() for e in self.explanations if e.axes is not None],
+            "unexplained": self.unexplained,
+        }
+
+
+def _json_number(v: float | None):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return v
+
+
+def _mean(lv: LibraryValues) -> float | None:
+    if lv.error is not None:
+        return None
+    if lv.mean is not None:
+        return lv.mean
+    vals = list(lv.per_query.values())
+    return sum(vals) / len(vals) if vals else None
+
+
+def compare(case_name: str, prep: Prepared, measure: Measure,
+            outputs: dict[str, tuple[Conventions, float, LibraryValues]],
+            tol_override: float | None = None) -> Comparison:
+    """Compare entries' outputs on one case and measure, and explain each disagreement.
+
+    ``outputs``: entry name -> (its declared profile for this measure, its tolerance, output).
+    Entries are processed in the order given.
+    """
+    names = list(outputs)
+    tol_of = {n: (tol_override if tol_override is not None else outputs[n][1]) for n in names}
+    unexplained: list[dict] = []
+    for n in names:
+        prof, _, got = outputs[n]
+        exp = predict(prep, measure, prof)
+        if not matches(exp, got, tol_of[n]):
+            unexplained.append({
+                "entry": n,
+                "reason": "does not match its own profile",
+                "library": _describe(got),
+                "reference": _describe_expected(exp),
+            })
+
+    classes: list[list[str]] = []
+    for n in names:
+        for cls in classes:
+            rep = cls[0]
+            if agree(outputs[rep][2], outputs[n][2], max(tol_of[rep], tol_of[n])):
+                cls.append(n)
+                break
+        else:
+            classes.append([n])
+
+    explanations: list[Explanation] = []
+    for ca, cb in itertools.combinations(classes, 2):
+        a, b = ca[0], cb[0]
+        tol = max(tol_of[a], tol_of[b])
+        e = explain_pair(prep, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2], tol)
+        explanations.append(e)
+        if e.axes is None:
+            unexplained.append({
+                "between": [a, b],
+                "reason": "no set of differing axes turns one value into the other",
+                "differing_axes": e.differing,
+            })
+    return Comparison(
+        case=case_name,
+        metric=measure.text,
+        values={n: _mean(outputs[n][2]) for n in names},
+        per_query={n: dict(outputs[n][2].per_query) for n in names},
+        errors={n: outputs[n][2].error for n in names if outputs[n][2].error is not None},
+        classes=classes,
+        explanations=explanations,
+        unexplained=unexplained,
+        tolerance=max(tol_of.values()) if tol_of else 0.0,
+    )
+
+
+def _describe(got: LibraryValues) -> dict:
+    if got.error is not None:
+        return {"error": got.error}
+    return {"per_query": {q: _json_number(v) for q, v in sorted(got.per_query.items())}}
+
+
+def _describe_expected(exp: Expected) -> dict:
+    if exp.error is not None:
+        return {"error": exp.error}
+    return {"per_query": {q: [_json_number(lo), _json_number(hi)] for q, (lo, hi) in sorted(exp.ranges.items())}}
+
+
+__all__ = ["AXES", "Comparison", "Explanation", "compare", "explain_pair", "predict", "matches", "agree"]

@@ -1,0 +1,94 @@
+"""Running library entries beside the reference over cases: the engine of ``conformance run``.
+
+Every available entry evaluates every case once (all the case's measures in one call), then each
+case x measure is compared and explained (``explain.compare``). An entry that is not installed is
+listed as unavailable; an entry that fails on a case has its error recorded for that case.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from conformance.data import Qrels, Run
+from conformance.explain import Comparison, compare
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+from conformance.reference.prepare import Prepared
+
+
+@dataclass
+class Subject:
+    """One thing to compare on: a named case (from the corpus or the user's files)."""
+
+    name: str
+    qrels: Qrels
+    run: Run
+    measures: list[Measure]
+
+
+@dataclass
+class RunResult:
+    entries: list[Entry]
+    available: dict[str, bool]
+    versions: dict[str, str | None]
+    comparisons: list[Comparison] = field(default_factory=list)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        disagreements = sum(c.disagreements for c in self.comparisons)
+        unexplained = sum(len(c.unexplained) for c in self.comparisons)
+        explained = sum(
+            1 for c in self.comparisons for e in c.explanations if e.axes is not None
+        )
+        return {
+            "comparisons": len(self.comparisons),
+            "disagreements": disagreements,
+            "explained": explained,
+            "unexplained": unexplained,
+        }
+
+    def to_json(self) -> dict:
+        return {
+            "libraries": {
+                e.name: {"version": self.versions[e.name], "available": self.available[e.name]}
+                for e in sorted(self.entries, key=lambda e: e.name)
+            },
+            "comparisons": [c.to_json() for c in self.comparisons],
+            "summary": self.summary,
+        }
+
+    def dumps(self) -> str:
+        """Stable JSON: sorted keys, no timestamps; the same input gives the same bytes."""
+        return json.dumps(self.to_json(), sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def run_entries(
+    entries: list[Entry],
+    subjects: Iterable[Subject],
+    tolerance: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RunResult:
+    available = {e.name: e.available() for e in entries}
+    result = RunResult(entries, available, {e.name: (e.version() if available[e.name] else None)
+                                            for e in entries})
+    live = [e for e in entries if available[e.name]]
+    for subject in subjects:
+        prep = Prepared(subject.qrels, subject.run)
+        outputs: dict[str, dict[Measure, LibraryValues]] = {}
+        for e in live:
+            wanted = [m for m in subject.measures if e.supports(m)]
+            if wanted:
+                outputs[e.name] = e.evaluate(subject.qrels, subject.run, wanted)
+        for m in subject.measures:
+            per_entry = {
+                e.name: (e.profile(m), e.tolerance, outputs[e.name][m])
+                for e in live
+                if e.name in outputs and m in outputs[e.name]
+            }
+            if per_entry:
+                result.comparisons.append(compare(subject.name, prep, m, per_entry, tolerance))
+        if progress is not None:
+            progress(subject.name)
+    return result
