@@ -88,6 +88,11 @@ def evaluate(
     return result
 
 
+# Measures whose value reads gains (ordered by gain for the ends of ties=unspecified).
+GRADED = {"DCG", "nDCG"}
+UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic_gain"}
+
+
 def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) -> Evaluation:
     scored = scored_queries(prep, conv)
     local = np.cumsum(scored) - 1  # global query index -> index among scored queries
@@ -126,33 +131,59 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         return Context(conv, ranked, tie_rule, R_judged, jgain, jq)
 
     out = Evaluation(prep.qids[scored])
-    if conv.ties == "unspecified":
-        contexts = [context("pessimistic"), context("optimistic")]
-    else:
-        contexts = [context(conv.ties)]
+    cache: dict[str, Context] = {}
+
+    def cached(tie_rule: str) -> Context:
+        if tie_rule not in cache:
+            cache[tie_rule] = context(tie_rule)
+            if tie_rule in UNSPECIFIED_ENDS:
+                # Fe and AP@k over retrieved relevant have no proven extreme orders: they refuse
+                # when a cut splits a tied group, which the averaged grouping detects
+                cache[tie_rule].tie_groups = lambda: cached("average")
+        return cache[tie_rule]
+
     for m in measures:
+        if conv.ties == "unspecified":
+            ends = ("pessimistic_gain", "optimistic_gain") if m.family in GRADED else (
+                "pessimistic", "optimistic")
+            contexts = [cached(t) for t in ends]
+        else:
+            contexts = [cached(conv.ties)]
         results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
-        empty = results[0][1]
-        lo = np.minimum.reduce([v for v, _ in results])
-        hi = np.maximum.reduce([v for v, _ in results])
         counted = np.ones(nq, bool)
-        if empty.any() and m.aggregate == "mean":
-            lo, hi, counted = _apply_empty(lo, hi, empty, conv, m, prep.qids[scored])
+        if m.aggregate == "mean":
+            # each order settles its own 0/0 first: under ties=unspecified a depth cut can
+            # make a query empty in one order and not in the other
+            if conv.empty_query == "skip" and any(
+                    not np.array_equal(results[0][1], e) for _, e in results[1:]):
+                raise EvaluationError(
+                    f"{m.text}: under ties=unspecified a query is empty in some orders of its "
+                    "tied documents and not in others, so empty_query=skip cannot decide "
+                    "whether it counts; choose another tie rule")
+            settled = []
+            for values, empty in results:
+                if empty.any():
+                    values, counted = _apply_empty(values, empty, conv, m, prep.qids[scored])
+                settled.append(values)
+        else:
+            settled = [v for v, _ in results]
+        lo = np.minimum.reduce(settled)
+        hi = np.maximum.reduce(settled)
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
     return out
 
 
-def _apply_empty(lo, hi, empty, conv: Conventions, m: Measure, qids):
+def _apply_empty(values, empty, conv: Conventions, m: Measure, qids):
+    """``empty_query`` applied to the queries masked ``empty``: (values, counted)."""
     rule = conv.empty_query
-    counted = np.ones(lo.size, bool)
+    counted = np.ones(values.size, bool)
     if rule == "raise":
         raise EvaluationError(
             f"{m.text}: query {qids[empty][0]!r} has no relevant document (empty_query=raise)"
         )
     fill = {"zero": 0.0, "one": 1.0, "nan": np.nan, "skip": np.nan}[rule]
-    lo = np.where(empty, fill, lo)
-    hi = np.where(empty, fill, hi)
+    values = np.where(empty, fill, values)
     if rule == "skip":
         counted = ~empty
-    return lo, hi, counted
+    return values, counted

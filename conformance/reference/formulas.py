@@ -37,6 +37,9 @@ class Context:
     judged_gain: np.ndarray  # per qrels row of scored queries: gain
     judged_q: np.ndarray  # per qrels row of scored queries: query index
     _idcg: dict = field(default_factory=dict)
+    # Under ties=unspecified: the context of the same rows grouped into tie groups (average),
+    # used only to tell whether a cut splits a tied group.
+    tie_groups: object = None
 
     @property
     def R(self) -> np.ndarray:
@@ -49,7 +52,7 @@ class Context:
         if k not in self._idcg:
             r = self.ranked
             if self.conv.ideal == "retrieved":
-                self.require_fixed_count(None, "ideal=retrieved with a depth cut")
+                self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
                 q = np.repeat(np.arange(r.n_queries), r.n)
                 self._idcg[k] = ideal_dcg(r.gain, q, r.n_queries, self.conv, k)
             else:
@@ -66,15 +69,30 @@ class Context:
     def relevant_in_top(self, k: int | None) -> np.ndarray:
         return self.ranked.upto(self.ranked.e_rel, k)
 
-    def require_fixed_count(self, k: int | None, what: str) -> None:
-        """Refuse when, under ``ties=average``, the relevant count in the top k is random and
-        sits in a denominator (the expectation of a ratio has no closed form here)."""
-        if self.tie_rule == "average" and self.ranked.splits_mixed_group(k).any():
+    def require_fixed_gains(self, k: int | None, what: str) -> None:
+        """Refuse when, under ``ties=average``, the gains kept in the top k are random (a cut
+        through a tied group of unequal gains) and feed a denominator (the retrieved ideal)."""
+        if self.tie_rule == "average" and self.ranked.splits_varied_group(k).any():
             raise EvaluationError(
-                f"{what} under ties=average: the cut at {k if k is not None else 'depth'} splits a "
-                "tied group of relevant and "
-                "non-relevant documents, so the denominator is random and the expected value "
-                "has no closed form; choose another tie rule"
+                f"{what} under ties=average: the cut splits a tied group of unequal gains, so "
+                "the ideal is random and the expected value has no closed form; choose another "
+                "tie rule"
+            )
+
+    def require_fixed_count(self, k: int | None, what: str) -> None:
+        """Refuse when, under ``ties=average`` or ``unspecified``, the relevant count in the top
+        k depends on the order inside a tied group and sits in a denominator: the expectation
+        of a ratio has no closed form, and the extreme orders of the numerator need not be
+        those of the ratio."""
+        grouped = self.ranked if self.tie_rule == "average" else (
+            self.tie_groups().ranked if self.tie_groups is not None else None)
+        if grouped is not None and grouped.splits_mixed_group(k).any():
+            raise EvaluationError(
+                f"{what} under ties={self.conv.ties}: the cut at "
+                f"{k if k is not None else 'depth'} splits a tied group of relevant and "
+                "non-relevant documents, so the denominator depends on the order inside the "
+                "group (no closed-form expectation, no proven worst and best order); choose "
+                "another tie rule"
             )
 
 

@@ -1,9 +1,12 @@
 """Joining a run to its qrels once, so every convention set evaluates from the same arrays.
 
-``Prepared`` puts queries and documents of both inputs into one vocabulary each (documents coded
-by their byte-wise sorted order, so ``docid_asc``/``docid_desc`` tie rules are integer sorts),
-gives every run row its raw qrels label (NaN when unjudged), and caches what later convention
-sets can share: label transforms and query selections.
+``Prepared`` puts queries and documents of both inputs into one vocabulary each, gives every run
+row its raw qrels label (NaN when unjudged), and caches what later convention sets can share:
+label transforms and query selections. Queries are coded by their byte-wise sorted order.
+Documents get one joint code for the join (no sort); their byte-wise order, which the
+``docid_asc``/``docid_desc`` tie rules need, is a :class:`DocKey` computed only for the rows a
+sort asks about (the rows in tied groups), since sorting every docid string costs more than the
+rest of an evaluation.
 """
 
 from __future__ import annotations
@@ -37,32 +40,116 @@ def _sorted_union_codes(a: np.ndarray, b: np.ndarray) -> tuple[pa.Array, np.ndar
     )
 
 
+def _arrow_strings(values: np.ndarray) -> pa.Array:
+    return pa.array(values, type=pa.string()) if len(values) else pa.array([], type=pa.string())
+
+
+def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """One coding of two vocabularies of distinct strings, without sorting: (joint vocabulary,
+    code of each string of ``a``, code of each string of ``b``). The smaller vocabulary is
+    hashed and the larger looked up in it; the strings only the larger has are coded after it.
+    """
+    swap = len(b) > len(a)
+    small, large = (a, b) if swap else (b, a)
+    found = pc.index_in(large, value_set=small)
+    missing = found.is_null().to_numpy(zero_copy_only=False)
+    large_codes = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    large_codes[missing] = len(small) + np.arange(int(missing.sum()), dtype=np.int64)
+    vocab = pa.concat_arrays([small, large.filter(pa.array(missing))]) if missing.any() else small
+    small_codes = np.arange(len(small), dtype=np.int64)
+    return (vocab, small_codes, large_codes) if swap else (vocab, large_codes, small_codes)
+
+
+class _ByteOrder:
+    """Byte-wise order of a vocabulary of distinct strings."""
+
+    def __init__(self, vocab: pa.Array) -> None:
+        self.vocab = vocab
+        self._rank: np.ndarray | None = None
+
+    def all(self) -> np.ndarray:
+        """Every string's rank in byte order (computed once)."""
+        if self._rank is None:
+            self._rank = self._ranks(self.vocab)
+        return self._rank
+
+    def of(self, codes: np.ndarray) -> np.ndarray:
+        """Integers ordered as the strings ``codes`` (equal for equal codes): their ranks among
+        these strings only when they are few (their order is all a tie break needs)."""
+        if self._rank is not None or codes.size > len(self.vocab) // 4:
+            return self.all()[codes]
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        return self._ranks(self.vocab.take(pa.array(distinct)))[inverse]
+
+    @staticmethod
+    def _ranks(strings: pa.Array) -> np.ndarray:
+        # Arrow compares strings as bytes, which for UTF-8 is also code point order: the same
+        # order trec_eval's strcmp gives on the raw docnos.
+        order = pc.sort_indices(strings).to_numpy(zero_copy_only=False)
+        rank = np.empty(order.size, np.int64)
+        rank[order] = np.arange(order.size, dtype=np.int64)
+        return rank
+
+
+class DocKey:
+    """The tie key of rows by docid: integers in the byte-wise order of the rows' docids.
+
+    Lazy, because sorting every docid string is the costliest step of a large evaluation while
+    only tied rows need it. ``key[rows]`` selects rows (nothing is computed); ``codes(rows)``
+    gives, for those rows (all when None), integers ordered as their docids byte-wise and equal
+    for equal docids; ``np.asarray(key)`` gives every row's byte-order rank among all docids of
+    the run and the qrels.
+    """
+
+    def __init__(self, order: _ByteOrder, codes: np.ndarray) -> None:
+        self._order, self._codes = order, codes
+
+    def __getitem__(self, rows) -> "DocKey":
+        return DocKey(self._order, self._codes[rows])
+
+    def __len__(self) -> int:
+        return int(self._codes.size)
+
+    def codes(self, rows: np.ndarray | None = None) -> np.ndarray:
+        return self._order.of(self._codes if rows is None else self._codes[rows])
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self._order.all()[self._codes]
+        return out if dtype is None else out.astype(dtype)
+
+
 class Prepared:
     """Qrels and run in one coding. Arrays are per run row (``run_*``) or per qrels row (``qrels_*``).
 
     ``qids``: every query id of either input, sorted. ``run_q``/``qrels_q``: index into ``qids``.
-    ``run_doc``: byte-order rank of the docid among all docids (tie key). ``run_label``: the
-    raw qrels label of the row's (query, doc), NaN when the pair is not judged. ``run_order``:
-    the row's position in the run as listed (for input-order tie rules).
+    ``run_doc``/``qrels_doc``: the docid's byte order among all docids (tie key), as a lazy
+    :class:`DocKey`. ``run_doc_code``/``qrels_doc_code``: the docid's joint code (equal codes,
+    equal docids; no order). ``run_label``: the raw qrels label of the row's (query, doc), NaN
+    when the pair is not judged. ``run_order``: the row's position in the run as listed (for
+    input-order tie rules).
     """
 
     def __init__(self, qrels: Qrels, run: Run) -> None:
         self.qrels_source, self.run_source = qrels.source, run.source
         qvocab, rq, qq = _sorted_union_codes(run.qids, qrels.qids)
         self.qids = np.asarray(qvocab.to_pylist(), dtype=object)
-        self._doc_vocab, rd, qd = _sorted_union_codes(run.docids, qrels.docids)
+        self._doc_vocab, rd, qd = _joint_codes(_arrow_strings(run.docids), _arrow_strings(qrels.docids))
         self.n_queries = int(self.qids.size)
         self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
-        self.run_doc = rd[run.dcode] if len(run) else np.zeros(0, np.int64)
+        self.run_doc_code = rd[run.dcode] if len(run) else np.zeros(0, np.int64)
+        byte_order = _ByteOrder(self._doc_vocab)
+        self.run_doc = DocKey(byte_order, self.run_doc_code)
         self.run_score = np.asarray(run.score, dtype=np.float64)
         self.run_rank = np.asarray(run.rank, dtype=np.float64)
         self.run_line = np.asarray(run.line, dtype=np.int64)
         self.run_order = np.arange(len(run), dtype=np.int64)
         self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
-        self.qrels_doc = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
+        self.qrels_doc_code = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
+        self.qrels_doc = DocKey(byte_order, self.qrels_doc_code)
         self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
-        n_docs = max(int(rd.max(initial=-1)), int(qd.max(initial=-1))) + 1
-        self._n_docs = max(n_docs, 1)
+        self._n_docs = max(len(self._doc_vocab), 1)
+        self._judged_doc = np.zeros(self._n_docs, bool)  # per joint code: some qrels row has it
+        self._judged_doc[self.qrels_doc_code] = True
         self.in_run = np.zeros(self.n_queries, bool)
         self.in_run[self.run_q] = True
         self.in_qrels = np.zeros(self.n_queries, bool)
@@ -72,25 +159,33 @@ class Prepared:
     @cached_property
     def run_label(self) -> np.ndarray:
         """Raw qrels label of each run row, NaN where (query, doc) is not judged."""
-        qkey = self.qrels_q * self._n_docs + self.qrels_doc
+        qkey = self.qrels_q * self._n_docs + self.qrels_doc_code
         order = np.argsort(qkey, kind="stable")
         skey = qkey[order]
-        rkey = self.run_q * self._n_docs + self.run_doc
+        label = np.full(self.run_q.size, np.nan)
+        # only rows whose docid the qrels judge for some query can match
+        rows = np.flatnonzero(self._judged_doc[self.run_doc_code])
+        rkey = self.run_q[rows] * self._n_docs + self.run_doc_code[rows]
         at = np.searchsorted(skey, rkey)
         at_c = np.minimum(at, max(skey.size - 1, 0))
         hit = (at < skey.size) & (skey[at_c] == rkey) if skey.size else np.zeros(rkey.size, bool)
-        label = np.full(rkey.size, np.nan)
-        label[hit] = self.qrels_label[order[at_c[hit]]]
+        label[rows[hit]] = self.qrels_label[order[at_c[hit]]]
         return label
 
     def kept_rows(self, policy: str) -> np.ndarray:
         """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
         if policy not in self._dedup:
-            key = self.run_q * self._n_docs + self.run_doc
+            key = self.run_q * self._n_docs + self.run_doc_code
+            plain = np.sort(key)  # a fast sort answers the usual question: no repeats at all
+            if not (plain[1:] == plain[:-1]).any():
+                self._dedup[policy] = self.run_order
+                return self.run_order
+            # (query, docid in byte order): the error names the first repeat in that order
+            key = self.run_q * self._n_docs + np.asarray(self.run_doc)
             order = np.argsort(key, kind="stable")
             skey = key[order]
             same = skey[1:] == skey[:-1]
-            if not same.any():
+            if not same.any():  # pragma: no cover - the fast check above saw a repeat
                 kept = self.run_order
             elif policy == "error":
                 i = int(np.flatnonzero(same)[0])
@@ -110,7 +205,7 @@ class Prepared:
         return self._dedup[policy]
 
     def _doc_name(self, row: int) -> str:
-        return self._doc_vocab[int(self.run_doc[row])].as_py()
+        return self._doc_vocab[int(self.run_doc_code[row])].as_py()
 
 
 def transform_labels(labels: np.ndarray, conv: Conventions, where: str) -> np.ndarray:

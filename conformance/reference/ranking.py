@@ -82,8 +82,7 @@ def discounts(pos: np.ndarray, conv: Conventions) -> np.ndarray:
 def segments(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """For rows sorted by query code: (start index, row count) of every query."""
     n = np.bincount(q, minlength=n_queries).astype(np.int64)
-    start = np.concatenate([[0], np.cumsum(n)[:-1]]).astype(np.int64)
-    return start, n
+    return np.cumsum(n) - n, n
 
 
 def _log_factorials(m: int) -> np.ndarray:
@@ -100,8 +99,9 @@ class Ranked:
     pos: np.ndarray  # per row: 1-based rank
     gain: np.ndarray  # per row: gain of its label (0 if unjudged)
     rel: np.ndarray  # per row: 1.0 if relevant, else 0.0
-    group_end: np.ndarray  # per row: index one past the last row of its tie group
+    group_last: np.ndarray  # per row: rank of the last row of its tie group (before depth)
     group_mixed: np.ndarray  # per row: its group holds both relevant and non-relevant rows
+    group_varied: np.ndarray  # per row: its group holds rows of different gains
     e_rel: np.ndarray  # per row: expected relevance
     e_gain: np.ndarray  # per row: expected gain
     ap_term: np.ndarray  # per row: expected (relevant here) * precision here
@@ -118,11 +118,84 @@ class Ranked:
         """Per query: whether the cut at k falls inside a tie group of mixed relevance, which
         makes the number of relevant rows in the top k random under ``ties=average``."""
         kk = self.cut(k)
-        has = (kk > 0) & (kk < self.n)
-        last = np.where(has, self.start + kk - 1, 0)
+        has = kk > 0
         if self.pos.size == 0:
             return np.zeros(self.n_queries, bool)
-        return has & (self.group_end[last] > last + 1) & self.group_mixed[last]
+        last = np.where(has, self.start + kk - 1, 0)
+        return has & (self.group_last[last] > self.pos[last]) & self.group_mixed[last]
+
+    def splits_varied_group(self, k: int | None) -> np.ndarray:
+        """Per query: whether the cut at k falls inside a tie group whose gains differ, which
+        makes the gains kept in the top k random under ``ties=average``."""
+        kk = self.cut(k)
+        has = kk > 0
+        if self.pos.size == 0:
+            return np.zeros(self.n_queries, bool)
+        last = np.where(has, self.start + kk - 1, 0)
+        return has & (self.group_last[last] > self.pos[last]) & self.group_varied[last]
+
+
+def _take(values, rows: np.ndarray | None) -> np.ndarray:
+    """``values[rows]`` (all of it when rows is None); a lazy key computes only those rows."""
+    if isinstance(values, np.ndarray):
+        return values if rows is None else values[rows]
+    return values.codes(rows)
+
+
+def _packed_key(q: np.ndarray, primary: np.ndarray, n_queries: int) -> tuple[np.ndarray, bool] | None:
+    """(key, exact): an int64 per row that never orders two rows against (q, primary), and
+    ``exact`` when equal keys also mean equal primaries. None when q does not fit in 31 bits or
+    primary holds NaN (whose order only ``np.lexsort`` defines).
+
+    The key is the query beside the float32 nearest the primary, its bit pattern mapped to an
+    unsigned integer in the same order. Rounding is monotone, so the key never inverts two rows;
+    it is exact when every primary is a float32 value (scores under ``score_precision=float32``,
+    rank columns), otherwise nearby float64 values may share a key. -0.0 and 0.0 share one (they
+    compare equal).
+    """
+    if n_queries > 2**31 or np.isnan(primary).any():
+        return None
+    with np.errstate(over="ignore"):
+        p32 = primary.astype(np.float32)
+    exact = bool(np.array_equal(p32, primary))
+    p32 += np.float32(0.0)  # -0.0 + 0.0 is 0.0: one bit pattern for zero
+    bits = p32.view(np.int32)
+    # to unsigned order: negative floats (sign bit set) flip every bit, the others the sign bit
+    bits ^= (bits >> 31) | np.int32(-(2**31))
+    key = q.astype(np.int64) << 32
+    key |= bits.view(np.uint32)
+    return key, exact
+
+
+def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -> np.ndarray:
+    """The permutation ``np.lexsort([t(None) for t in ties] + [primary, q])`` gives: rows by
+    query, then primary ascending, then the tie keys (the last most significant); rows equal on
+    every key keep their input order. ``ties`` are functions rows -> key values at those rows
+    (None: all rows).
+
+    Computed as one stable sort of an integer packing (query, primary) (see ``_packed_key``),
+    which is fast on runs already listed query by query in score order, then a lexsort of only
+    the rows that share their packed key with another row: the tie keys (and, when the packing
+    is not exact, the primary) are read on those rows alone.
+    """
+    packed = _packed_key(q, primary, n_queries)
+    if packed is None:
+        return np.lexsort([t(None) for t in ties] + [primary, q])
+    comp, exact = packed
+    order = np.argsort(comp, kind="stable")
+    if (ties or not exact) and order.size > 1:
+        sorted_comp = comp[order]
+        same = sorted_comp[1:] == sorted_comp[:-1]
+        if same.any():
+            tied = np.zeros(order.size, bool)
+            tied[1:] = same
+            tied[:-1] |= same
+            at = np.flatnonzero(tied)
+            rows = order[at]
+            keys = [t(rows) for t in ties] + ([] if exact else [primary[rows]]) + [comp[rows]]
+            # each run of equal keys keeps its slots: the rows are already in key order
+            order[at] = rows[np.lexsort(keys)]
+    return order
 
 
 def rank(
@@ -138,43 +211,81 @@ def rank(
     """Order rows of every query at once and build the per-row pieces.
 
     ``q``: query index (0..n_queries-1) per row; ``primary``: ascending sort key (negated score,
-    or the rank column); ``doc``: byte-order docid code; ``order_in_run``: listing position;
+    or the rank column); ``doc``: byte-order docid code, or a lazy key with a ``codes(rows)``
+    method (``prepare.DocKey``) that orders only the rows it is asked about;
+    ``order_in_run``: listing position;
     ``labels``: transformed labels (NaN = unjudged). ``tie_rule`` is a ``ties`` value, or
     ``pessimistic``/``optimistic`` (label ascending/descending within ties) for the two ends of
-    ``unspecified``.
+    ``unspecified`` for binary measures, ``pessimistic_gain``/``optimistic_gain`` (gain
+    ascending/descending) for graded ones.
     """
-    lab0 = np.nan_to_num(labels, nan=0.0)
+    def key(values, sign: int = 1, nan_as_zero: bool = False):
+        def at(rows):
+            x = _take(values, rows)
+            x = np.nan_to_num(x, nan=0.0) if nan_as_zero else x
+            return -x if sign < 0 else x
+        return at
+
+    # tie keys, least significant first (np.lexsort's order)
     if tie_rule == "docid_desc" or tie_rule == "average":
-        keys = (-doc, primary, q)
+        ties = [key(doc, -1)]
     elif tie_rule == "docid_asc":
-        keys = (doc, primary, q)
+        ties = [key(doc)]
     elif tie_rule == "input_order":
-        keys = (order_in_run, primary, q)
+        ties = [key(order_in_run)]
     elif tie_rule == "reverse_input":
-        keys = (-order_in_run, primary, q)
+        ties = [key(order_in_run, -1)]
     elif tie_rule == "pessimistic":
-        keys = (-doc, lab0, primary, q)
+        ties = [key(doc, -1), key(labels, 1, nan_as_zero=True)]
     elif tie_rule == "optimistic":
-        keys = (-doc, -lab0, primary, q)
+        ties = [key(doc, -1), key(labels, -1, nan_as_zero=True)]
+    elif tie_rule in ("pessimistic_gain", "optimistic_gain"):
+        # graded measures: a gain map need not be monotone in the label, so order by gain
+        ties = [key(doc, -1), key(gains(labels, conv), 1 if tie_rule == "pessimistic_gain" else -1)]
     else:  # pragma: no cover - the vocabulary admits no other value
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
-    order = np.lexsort(keys)
-    q_s, prim_s, lab_s = q[order], primary[order], labels[order]
+    order = sort_order(q, primary, ties, n_queries)
+    q_s, lab_s = q[order], labels[order]
 
     start, n = segments(q_s, n_queries)
     pos = np.arange(q_s.size, dtype=np.int64) - start[q_s] + 1
-    if conv.depth is not None and (n > conv.depth).any():
-        keep = pos <= conv.depth
-        q_s, prim_s, lab_s, pos = q_s[keep], prim_s[keep], lab_s[keep], pos[keep]
-        start, n = segments(q_s, n_queries)
 
     gain = gains(lab_s, conv)
     rel = (np.nan_to_num(lab_s, nan=-np.inf) >= conv.relevance_threshold).astype(np.float64)
     rows = q_s.size
-    idx = np.arange(rows, dtype=np.int64)
 
-    # tie groups: runs of equal primary keys within a query (singletons unless averaging)
-    if tie_rule == "average" and rows:
+    # c per row: relevant rows of the same query ranked before it (exact integer sums)
+    rel_int = rel.astype(np.int64)
+    c_row = np.cumsum(rel_int)
+    c_row -= rel_int
+    del rel_int
+    base = np.zeros(n_queries, np.int64)
+    has = n > 0
+    base[has] = c_row[start[has]]
+    c_row -= base[q_s]
+
+    if tie_rule != "average":
+        # Every row is its own tie group (n = 1, t = 0, r = rel): the general formulas below
+        # reduce to these, value for value (1 * x / 1 is x; x * y is y * x; a one-row group's
+        # gain sum is 0.0 + gain, which turns a -0.0 gain into 0.0 and changes nothing else),
+        # without the group arrays. Arrays are built in place to keep the peak memory down.
+        c = c_row.astype(np.float64)
+        del c_row
+        p_first = np.where(c == 0, rel, 0.0)
+        ap_term = c
+        ap_term += 1.0
+        ap_term *= rel
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ap_term /= pos
+        e_gain = gain + 0.0 if (np.signbit(gain) & (gain == 0)).any() else gain
+        pieces = [pos, gain, rel, pos, np.zeros(rows, bool), np.zeros(rows, bool), rel, e_gain,
+                  ap_term, p_first]
+        return _cut_to_depth(n_queries, start, n, q_s, pieces, conv)
+
+    idx = np.arange(rows, dtype=np.int64)
+    prim_s = primary[order]
+    # tie groups: runs of equal primary keys within a query
+    if rows:
         boundary = np.ones(rows, bool)
         boundary[1:] = (q_s[1:] != q_s[:-1]) | (prim_s[1:] != prim_s[:-1])
     else:
@@ -185,14 +296,7 @@ def rank(
     gsum = np.bincount(gid, weights=gain, minlength=gstart.size) if rows else np.zeros(0)
     grel = np.bincount(gid, weights=rel, minlength=gstart.size) if rows else np.zeros(0)
     nr, rr_, t = gsize[gid], grel[gid], (idx - gstart[gid]).astype(np.float64)
-
-    # c: relevant rows of the same query ranked before the row's group (exact integer sums)
-    crel = np.cumsum(rel.astype(np.int64))
-    before_row = crel - rel.astype(np.int64)
-    base = np.zeros(n_queries, np.int64)
-    has = n > 0
-    base[has] = before_row[start[has]]
-    c_row = before_row - base[q_s]
+    # c: relevant rows of the same query ranked before the row's group
     c = c_row[gstart][gid].astype(np.float64)
 
     e_rel = rr_ / nr
@@ -209,10 +313,28 @@ def rank(
         else:
             none_before = np.ones(rows)
         p_first = np.where(c == 0, none_before * rr_ / (nr - t), 0.0)
-    group_end = (gstart + gsize.astype(np.int64))[gid] if rows else np.zeros(0, np.int64)
-    group_mixed = ((rr_ > 0) & (rr_ < nr)) if rows else np.zeros(0, bool)
-    return Ranked(n_queries, start, n, pos, gain, rel, group_end, group_mixed,
-                  e_rel, e_gain, ap_term, p_first)
+    group_last = pos + (nr - t).astype(np.int64) - 1  # rank of the group's last row
+    group_mixed = (rr_ > 0) & (rr_ < nr)
+    if rows:
+        group_varied = (np.minimum.reduceat(gain, gstart) != np.maximum.reduceat(gain, gstart))[gid]
+    else:
+        group_varied = np.zeros(0, bool)
+    pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
+              p_first]
+    return _cut_to_depth(n_queries, start, n, q_s, pieces, conv)
+
+
+def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, q_s: np.ndarray,
+                  pieces: list, conv: Conventions) -> Ranked:
+    """The Ranked of ``pieces`` (per-row arrays in Ranked's field order, starting with pos)."""
+    # The depth cut comes after the tie groups are formed: under ties=average a group that
+    # straddles the cut keeps its expected pieces over all its orders, so a cut at depth >= k
+    # never changes a measure at k.
+    if conv.depth is not None and (n > conv.depth).any():
+        keep = pieces[0] <= conv.depth
+        pieces = [a[keep] for a in pieces]
+        start, n = segments(q_s[keep], n_queries)
+    return Ranked(n_queries, start, n, *pieces)
 
 
 def ideal_dcg(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int, conv: Conventions,
