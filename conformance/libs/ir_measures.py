@@ -1,0 +1,276 @@
+"""ir_measures: its default pipeline, ``ir_measures.iter_calc(measures, qrels, run)``.
+
+Translation (``conformance.libs._nested``): qrels ``{qid: {docid: int label}}`` (a fractional
+label is passed as the float it is) and run ``{qid: {docid: float score}}``, the dict-of-dict
+form every provider accepts; measures are ir_measures objects read with
+``ir_measures.parse_measure``. Per-query values are the ``Metric`` rows ``iter_calc`` yields;
+the mean is ``ir_measures.calc_aggregate`` over the same input (the library's own aggregate).
+
+==============================  ======================================  ==================
+measure                         ir_measures measure                     provider (0.4.3)
+==============================  ======================================  ==================
+nDCG, nDCG@k                    ``nDCG``, ``nDCG@k``                    pytrec_eval
+nDCG with a custom gain map     ``nDCG(gains={0:0,1:1,2:3})@k``         pytrec_eval
+nDCG(gain=exponential)@k        ``nDCG(dcg='exp-log2')@k``              gdeval (perl)
+nDCG(gain=exponential)          ``nDCG(dcg='exp-log2')``                ranx
+AP, AP@k, RR, P@k, R@k          ``AP``, ``AP@k``, ``RR``, ``P@k``,      pytrec_eval
+Success@k, Rprec                ``R@k``, ``Success@k``, ``Rprec``
+RR@k                            ``RR@k``                                msmarco
+NumQ, NumRet, NumRel            ``NumQ``, ``NumRet``, ``NumRel``        pytrec_eval
+NumRelRet                       ``NumRet(rel=1)``                       pytrec_eval
+==============================  ======================================  ==================
+
+A relevance threshold L is ``rel=L`` (P, AP, RR, Success, Rprec, NumRet(rel=L)); ir_measures
+offers no ``rel`` for R, nDCG or NumRel (only ``NumRel(rel=1)`` has a provider), and no DCG, F1,
+R or Success without a cutoff. The provider of each measure is the first in
+``ir_measures.DefaultPipeline.providers`` that is available and supports it (the pipeline's own
+rule, ``FallbackProvider._evaluator``); the adapter asks the pipeline, records the answer in
+``LibraryValues.provider``, and the profile is that provider's. ``DECLARED_PROVIDERS`` is the
+routing of ir_measures 0.4.3 with perl installed, used when ir_measures is not importable;
+the tests check it against the live routing.
+
+Facts behind the profiles (ir_measures 0.4.3; each confirmed live by
+``tests/test_libs_ir_measures.py``):
+
+- every provider: ``Evaluator.iter_calc`` yields, after the provider's rows, the measure's
+  DEFAULT (0) for every qrels query the provider did not score, so a qrels query missing from
+  the run scores 0 and run queries without qrels are not scored: ``query_set=qrels``. This
+  holds for the counts too: NumQ and NumRel of a qrels query missing from the run are 0 (live),
+  where trec_eval -c gives num_q 1 and the real num_rel; no axis describes that yet;
+- pytrec_eval provider: trec_eval 9 through pytrec_eval, so the trec_eval entry's profile
+  (``conformance.libs.trec_eval.PROFILE``) with the query set above. On the input that makes
+  pytrec_eval unsafe in-process (``conformance.libs.trec_eval.needs_isolation``) the ir_measures
+  call runs in a child process, as the trec_eval adapter does. ``nDCG(gains=...)`` maps the
+  qrels labels through the gains before pytrec_eval sees them (``_build_invokers``), so a
+  fractional gain is refused like a fractional label (live: TypeError "Expected relevance to be
+  integer.");
+- msmarco provider (``RR@k``): its own sort ``sorted(run[q].items(), key=lambda x: (-x[1], x[0]))``,
+  score descending then doc id ascending (Python str order = byte order of UTF-8), in float64;
+  relevant iff ``qrel.relevance >= rel`` on the label as given (1.5 counts, 0.5 does not:
+  ``label_type=float``); only the top k is searched; a query with no relevant document is not
+  in its relevance table and gets the DEFAULT 0;
+- gdeval provider (``nDCG(dcg='exp-log2')@k``): the perl script ``bin/gdeval.pl`` on temporary
+  TREC files: gain 2^rel - 1, discount 1/ln(rank + 1) (the base cancels in nDCG), ideal from
+  judged labels > 0 cut at k, ties by score then docno descending (``runOrder``), values printed
+  with 5 decimals; it dies on a query id that is not a number once everything up to its last
+  '-' is removed (live: 'q1' -> CalledProcessError, exit 25), on a non-integer label and on a
+  label above 4 (``$MAX_JUDGMENT``); topics with no label > 0 are not printed (DEFAULT 0);
+- ranx provider (``nDCG(dcg='exp-log2')`` without a cutoff): ranx ``Qrels.from_df`` /
+  ``Run.from_df`` then ``ranx.evaluate`` without ``make_comparable``. Under pandas 3 it always
+  fails (live: AssertionError "DataFrame Query IDs column dtype must be `object` (string)",
+  because ir_measures builds the DataFrame with pandas 3's string dtype); were it to run, ranx's
+  profile with ``query_set=raise`` applies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pickle
+import subprocess
+import sys
+
+from conformance.conventions import Conventions, gain_map
+from conformance.data import Qrels, Run
+from conformance.libs import ranx as _ranx
+from conformance.libs import trec_eval as _trec_eval
+from conformance.libs._nested import qrels_dict, run_dict
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+PYTREC_EVAL_PROFILE = _trec_eval.PROFILE.replace(
+    query_set="qrels",  # providers/base.py Evaluator.iter_calc: DEFAULT for unscored qrels queries
+    duplicates="last",  # a dict keeps the last listing (so does read_trec_run -> as_dict_of_dict)
+)
+MSMARCO_PROFILE = PYTREC_EVAL_PROFILE.replace(
+    ties="docid_asc",  # msmarco_provider.py: sorted(..., key=lambda x: (-x[1], x[0]))
+    score_precision="float64",  # Python floats, compared as they are
+    label_type="float",  # msmarco_provider.py: `qrel.relevance >= rel` on the label as given
+    rr_cutoff="honour",  # bin/msmarco_eval.py compute_metrics: candidate_pid[:max_rank]
+)
+GDEVAL_PROFILE = PYTREC_EVAL_PROFILE.replace(
+    gain="exponential",  # bin/gdeval.pl dcg: (2**gain - 1) / log(i + 2)
+    discount="log2",  # natural log in both DCG and ideal: the base cancels out of nDCG
+    ties="docid_desc",  # bin/gdeval.pl runOrder: score desc, then `$docnoA lt $docnoB` -> after
+    score_precision="float64",  # scores written with Python's repr, read as perl doubles
+    label_type="raise",  # bin/gdeval.pl: dies unless the judgment matches /^-?[0-9]+$/
+    negative_labels="unjudged",  # bin/gdeval.pl: only `$judgment > 0` enters the qrels
+)
+RANX_PROFILE = _ranx.PROFILE  # providers/ranx_provider.py: ranx.evaluate, no make_comparable
+# (ranx's profile: query_set=raise, ties unspecified, labels truncated; the route fails under
+# pandas 3 before ranx computes anything)
+
+PROFILES = {
+    "pytrec_eval": PYTREC_EVAL_PROFILE,
+    "msmarco": MSMARCO_PROFILE,
+    "gdeval": GDEVAL_PROFILE,
+    "ranx": RANX_PROFILE,
+}
+
+# Tolerance by provider: gdeval prints %.5f, so its values carry up to 5e-6 of rounding.
+PRINTED_DECIMALS = {"gdeval": 5}
+
+_NEEDS_CUTOFF = {"P", "R", "Success"}
+_NO_CUTOFF = {"Rprec", "NumQ", "NumRet", "NumRel", "NumRelRet"}
+_WITH_REL = {"P", "AP", "RR", "Success", "Rprec", "NumRelRet"}
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def measure_text(m: Measure) -> str | None:
+    """The ir_measures name for ``m`` (None when ir_measures has no such measure)."""
+    f, k = m.family, m.cutoff
+    overrides = dict(m.overrides)
+    rel = overrides.pop("relevance_threshold", None)
+    gain = overrides.pop("gain", None)
+    if overrides or m.alpha is not None:
+        return None  # no other axis is a parameter of an ir_measures measure
+    if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+        return None
+    params: list[str] = []
+    if rel is not None:
+        if f not in _WITH_REL or rel < 1:
+            return None
+        params.append(f"rel={rel}")
+    if gain is not None and gain != "linear":
+        if f != "nDCG":
+            return None
+        if gain == "exponential":
+            params.append("dcg='exp-log2'")
+        else:
+            table = gain_map(gain)
+            if not all(math.isfinite(lab) and lab.is_integer() for lab in table):
+                return None  # qrels labels are ints: a fractional key could never match
+            params.append("gains={" + ",".join(f"{_num(a)}:{_num(b)}" for a, b in table.items()) + "}")
+    names = {"nDCG": "nDCG", "AP": "AP", "RR": "RR", "P": "P", "R": "R", "Success": "Success",
+             "Rprec": "Rprec", "NumQ": "NumQ", "NumRet": "NumRet", "NumRel": "NumRel",
+             "NumRelRet": "NumRet"}
+    if f not in names:
+        return None
+    if f == "NumRelRet" and rel is None:
+        params.append("rel=1")
+    name = names[f] + (f"({','.join(params)})" if params else "")
+    return name + (f"@{k}" if k is not None else "")
+
+
+def declared_provider(m: Measure) -> str | None:
+    """The provider ir_measures 0.4.3 (perl installed) routes ``m`` to; None: no provider."""
+    text = measure_text(m)
+    if text is None:
+        return None
+    gain = dict(m.overrides).get("gain")
+    if m.family == "RR" and m.cutoff is not None:
+        return "msmarco"
+    if m.family == "nDCG" and gain == "exponential":
+        return "gdeval" if m.cutoff is not None else "ranx"
+    return "pytrec_eval"
+
+
+def live_provider(m: Measure) -> str | None:
+    """The provider the installed ir_measures pipeline routes ``m`` to (its own rule: the first
+    available provider that supports the measure); None when no provider supports it."""
+    import ir_measures
+
+    text = measure_text(m)
+    if text is None:
+        return None
+    im = ir_measures.parse_measure(text)
+    for provider in ir_measures.DefaultPipeline.providers:
+        if provider.supports(im) and provider.is_available():
+            return provider.NAME
+    return None
+
+
+_CHILD = """
+import pickle, sys, warnings
+warnings.simplefilter("ignore")
+import ir_measures
+text, qrels, run = pickle.load(sys.stdin.buffer)
+try:
+    m = ir_measures.parse_measure(text)
+    rows = [(str(r.query_id), float(r.value)) for r in ir_measures.iter_calc([m], qrels, run)]
+    out = ("ok", (rows, float(ir_measures.calc_aggregate([m], qrels, run)[m])))
+except Exception as exc:
+    out = ("error", f"{type(exc).__name__}: {exc}")
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def _calc(text: str, qrels: dict, run: dict, isolate: bool) -> tuple[dict[str, float], float]:
+    """(per-query values, mean) of one measure, in this process or a child one."""
+    if not isolate:
+        import ir_measures
+
+        im = ir_measures.parse_measure(text)
+        rows = {str(r.query_id): float(r.value) for r in ir_measures.iter_calc([im], qrels, run)}
+        return rows, float(ir_measures.calc_aggregate([im], qrels, run)[im])
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD], input=pickle.dumps((text, qrels, run)),
+                              capture_output=True, timeout=_trec_eval.ISOLATED_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"ir_measures did not finish in {_trec_eval.ISOLATED_TIMEOUT:g} s") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"ir_measures crashed (exit status {done.returncode}): "
+                           f"{done.stderr.decode(errors='replace').strip()[-300:]}")
+    status, value = pickle.loads(done.stdout)
+    if status == "error":
+        raise RuntimeError(value)
+    rows, mean = value
+    return dict(rows), mean
+
+
+class IrMeasuresEntry(Entry):
+    name = "ir_measures"
+    library = "ir_measures"
+    module = "ir_measures"
+    distribution = "ir-measures"
+    tolerance = 1e-12  # pytrec_eval, msmarco and ranx compute in double; see PRINTED_DECIMALS
+    description = "ir_measures.iter_calc with the default provider pipeline"
+
+    def _provider(self, measure: Measure) -> str | None:
+        if self.available():
+            return live_provider(measure)
+        return declared_provider(measure)
+
+    def supports(self, measure: Measure) -> bool:
+        return self._provider(measure) in PROFILES
+
+    def profile(self, measure: Measure) -> Conventions:
+        provider = self._provider(measure)
+        if provider not in PROFILES:
+            raise KeyError(f"{self.name} does not compute {measure.text}")
+        return PROFILES[provider]
+
+    def default_profile(self) -> Conventions:
+        return PYTREC_EVAL_PROFILE
+
+    def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
+        """Measures are computed one at a time: in one call, a provider that fails (gdeval on a
+        non-numeric query id) would take the other measures down with it."""
+        out: dict[Measure, LibraryValues] = {}
+        try:
+            q, r = qrels_dict(qrels), run_dict(run)
+        except Exception as exc:
+            return {m: LibraryValues(error=f"{type(exc).__name__}: {exc}") for m in measures}
+        for m in measures:
+            provider = self._provider(m) if self.supports(m) else None
+            if provider is None:
+                out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
+                continue
+            try:
+                # pytrec_eval is unsafe in-process on some input (see the trec_eval adapter)
+                isolate = provider == "pytrec_eval" and _trec_eval.needs_isolation(qrels)
+                per_query, mean = _calc(measure_text(m), q, r, isolate)
+            except Exception as exc:  # the library's refusal is the result
+                out[m] = LibraryValues(error=f"{type(exc).__name__}: {exc}", provider=provider)
+                continue
+            out[m] = LibraryValues(per_query=per_query, mean=mean, provider=provider)
+        return out
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        return self.evaluate(qrels, run, [measure])[measure]
+
+
+ENTRIES: list[Entry] = [IrMeasuresEntry()]

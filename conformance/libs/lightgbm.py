@@ -1,0 +1,248 @@
+"""LightGBM: the native ``ndcg`` metric evaluated on given scores, without training.
+
+Translation (``conformance.libs._listwise``): for each query in both the run and the qrels, the
+labels of the run's documents in listing order (0 when unjudged) and the run's scores. The call,
+the one LightGBM users make to evaluate a fixed ranking with the library's own metric::
+
+    params = {"objective": "none", "metric": "ndcg", "eval_at": [k], "num_threads": 1,
+              "verbose": -1}            # plus "label_gain": [...] for lightgbm:linear_gain
+    ds = lightgbm.Dataset(zeros((n, 1)), label=labels, group=[n], init_score=scores,
+                          params=params)
+    lightgbm.Booster(params, ds).eval_train()   # zero boosting rounds: predictions = init_score
+
+One call per query gives that query's value; one more call over every query (``group`` = the
+list lengths) gives LightGBM's own mean, reported as ``LibraryValues.mean`` (the tests check it
+equals the mean of the per-query values).
+
+Isolation. ``label_gain`` lives in process-global state (``DCGCalculator::label_gain_``, a static
+set by every ``NDCGMetric`` constructor): a second Booster built with another ``label_gain``
+silently changes the gains a Booster already built uses at its next ``eval_train`` (live: labels
+[2, 0, 3], scores [3, 2, 1], ndcg@2 is 0.33735 with the default gains, and 0.22490 after a
+linear-gain Booster was built in the same process). So each configuration runs in its own
+persistent worker process (``python -c "...; _serve()"``, started on first use, one per
+``label_gain``, closed at exit), which only ever holds one ``label_gain``; requests and replies
+are pickled over its stdin/stdout. The worker's own stdout and stderr go to /dev/null because
+LightGBM prints its fatal errors there (the same text is in the exception it raises, which is
+what we record).
+
+Facts behind the profile (LightGBM 4.7.0, ``src/metric/rank_metric.hpp`` ``NDCGMetric`` and
+``src/metric/dcg_calculator.cpp``; each confirmed live by ``tests/test_libs_lightgbm.py``):
+
+- gain: ``label_gain[label]``; default ``DefaultLabelGain`` 2^i - 1 for i = 0..30 (exponential);
+  ``lightgbm:linear_gain`` passes [0, 1, ..., 30] (linear, same length so the same labels are
+  accepted). A label >= len(label_gain) raises ("Label 31 is not less than the number of label
+  mappings (31)"): no axis describes that bound; our cases use labels 0..4;
+- discount: ``discount_[i] = 1 / log2(2 + i)``;
+- ideal: ``CalMaxDCG`` from the labels of the group itself (the list), cut at min(k, n);
+- k beyond the list: ``CalDCG``/``CalMaxDCG`` cut k to n, so nDCG@k = nDCG@n;
+- empty query: ``NDCGMetric::Eval`` scores a group whose max DCG is <= 0 as 1, counted in the
+  mean ("if all doc in this query are all negative, let its NDCG=1");
+- ties: ``CalDCG`` uses ``std::stable_sort`` on score descending: input order;
+- scores are ``double`` (``init_score``): float64;
+- labels: ``CheckLabel`` raises on non-integer labels ("label should be int type") and on
+  negative ones ("Label should be non-negative"). Labels are float32 inside LightGBM, so a label
+  within float32 rounding of an integer (1 + 1e-9) passes as that integer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.libs._listwise import ranked_lists
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+# Axes no nDCG value depends on (ap_denominator, k_beyond_list, rr_cutoff, relevance_threshold,
+# threshold_scope) keep the vocabulary defaults.
+PROFILE = Conventions(
+    gain="exponential",  # DCGCalculator::DefaultLabelGain: label_gain[i] = (1 << i) - 1, i < 31
+    discount="log2",  # DCGCalculator::Init: discount_[i] = 1.0 / std::log2(2.0 + i)
+    ideal="retrieved",  # NDCGMetric::Init: CalMaxDCG over the group's own labels
+    empty_query="one",  # NDCGMetric::Eval: inverse_max_dcgs_[i][0] <= 0 -> result += 1
+    ties="input_order",  # DCGCalculator::CalDCG: std::stable_sort by score descending
+    negative_labels="raise",  # DCGCalculator::CheckLabel: Log::Fatal "Label should be non-negative"
+    label_type="raise",  # DCGCalculator::CheckLabel: Log::Fatal "label should be int type"
+    query_set="run",  # the adapter's translation (_listwise): queries in both run and qrels
+    depth=None,  # the whole group is scored
+    score_precision="float64",  # init_score and the metric's scores are double
+    rank_source="score",
+    duplicates="error",  # a validated Run holds each (query, doc) once
+)
+LINEAR_PROFILE = PROFILE.replace(
+    gain="linear",  # label_gain=[0, 1, ..., 30]: gain = label for every label LightGBM accepts
+)
+_LINEAR_GAIN = list(range(31))  # as long as the default table, so the same labels are accepted
+
+
+class LightGBMEntry(Entry):
+    library = "lightgbm"
+    module = "lightgbm"
+    distribution = "lightgbm"
+    tolerance = 1e-12
+
+    def __init__(self, name: str, description: str, label_gain: list[float] | None,
+                 profile: Conventions):
+        self.name = name
+        self.description = description
+        self.label_gain = label_gain  # None: LightGBM's default table, not passed
+        self._profile = profile
+
+    def supports(self, measure: Measure) -> bool:
+        # eval_at needs a cutoff; LightGBM has no whole-list nDCG
+        if measure.family != "nDCG" or measure.cutoff is None or measure.alpha is not None:
+            return False
+        return measure.conventions(self._profile) == self._profile
+
+    def profile(self, measure: Measure) -> Conventions:
+        return self._profile
+
+    def default_profile(self) -> Conventions:
+        return self._profile
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        if not self.supports(measure):
+            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
+        lists = ranked_lists(qrels, run)
+        if not lists:
+            return LibraryValues()
+        reply = _worker(self.label_gain).request(
+            measure.cutoff, [(x.labels, x.scores) for x in lists]
+        )
+        if reply[0] == "error":
+            return LibraryValues(error=reply[1])
+        _, values, mean = reply
+        return LibraryValues(per_query={x.qid: v for x, v in zip(lists, values)}, mean=mean)
+
+
+ENTRIES: list[Entry] = [
+    LightGBMEntry("lightgbm", "native ndcg metric, default label_gain (2^i - 1)", None, PROFILE),
+    LightGBMEntry("lightgbm:linear_gain", "native ndcg metric, label_gain=[0, 1, 2, ...]",
+                  _LINEAR_GAIN, LINEAR_PROFILE),
+]
+
+
+# --- the worker process -------------------------------------------------------------------------
+
+
+class _Worker:
+    """One LightGBM process for one ``label_gain``; requests are served one at a time."""
+
+    def __init__(self, label_gain: list[float] | None):
+        self.label_gain = label_gain
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+
+    def _start(self) -> None:
+        import conformance
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(conformance.__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from conformance.libs.lightgbm import _serve; _serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        )
+        self._send(self.label_gain)
+
+    def _send(self, obj) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        pickle.dump(obj, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        self.proc.stdin.flush()
+
+    def request(self, k: int, groups: list[tuple[np.ndarray, np.ndarray]]):
+        with self.lock:
+            for attempt in (1, 2):  # a dead worker is restarted once
+                try:
+                    if self.proc is None or self.proc.poll() is not None:
+                        self._start()
+                    self._send((k, groups))
+                    assert self.proc is not None and self.proc.stdout is not None
+                    return pickle.load(self.proc.stdout)
+                except (EOFError, BrokenPipeError, pickle.UnpicklingError):
+                    code = self.proc.wait() if self.proc is not None else None
+                    self.proc = None
+                    if attempt == 2:
+                        return ("error", f"LightGBM worker process exited (status {code})")
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self._send(None)
+                self.proc.wait(timeout=5)
+            except Exception:
+                self.proc.kill()
+        self.proc = None
+
+
+_WORKERS: dict[tuple | None, _Worker] = {}
+
+
+def _worker(label_gain: list[float] | None) -> _Worker:
+    key = None if label_gain is None else tuple(label_gain)
+    if key not in _WORKERS:
+        _WORKERS[key] = _Worker(label_gain)
+    return _WORKERS[key]
+
+
+@atexit.register
+def _close_workers() -> None:
+    for w in _WORKERS.values():
+        w.close()
+
+
+def _serve() -> None:
+    """Worker main loop: the first message is the label_gain (None for the default), then
+    (k, [(labels, scores), ...]) requests, answered by ("ok", per-group values, mean) or
+    ("error", text); None ends the loop."""
+    proto_in = sys.stdin.buffer
+    proto_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # LightGBM's C++ prints (warnings, fatal errors) must not reach the pipe
+    os.dup2(devnull, 2)
+    import lightgbm
+
+    label_gain = pickle.load(proto_in)
+    while True:
+        try:
+            msg = pickle.load(proto_in)
+        except EOFError:
+            return
+        if msg is None:
+            return
+        k, groups = msg
+        try:
+            values = [_native_ndcg(lightgbm, k, [g], label_gain) for g in groups]
+            mean = _native_ndcg(lightgbm, k, groups, label_gain)
+            reply = ("ok", values, mean)
+        except Exception as exc:  # the library's refusal is the result
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        pickle.dump(reply, proto_out, protocol=pickle.HIGHEST_PROTOCOL)
+        proto_out.flush()
+
+
+def _native_ndcg(lightgbm, k: int, groups, label_gain) -> float:
+    """LightGBM's ndcg@k over the given groups (its mean over them when there are several)."""
+    labels = np.concatenate([g[0] for g in groups])
+    scores = np.concatenate([g[1] for g in groups])
+    params = {"objective": "none", "metric": "ndcg", "eval_at": [k], "num_threads": 1,
+              "verbose": -1}
+    if label_gain is not None:
+        params["label_gain"] = label_gain
+    ds = lightgbm.Dataset(np.zeros((labels.size, 1)), label=labels,
+                          group=[len(g[0]) for g in groups], init_score=scores, params=params)
+    booster = lightgbm.Booster(params=params, train_set=ds)
+    results = booster.eval_train()  # [(data name, metric name, value, higher is better, ...)]
+    (result,) = results
+    if result[1] != f"ndcg@{k}":
+        raise RuntimeError(f"LightGBM returned {result[1]!r}, expected ndcg@{k}")
+    return float(result[2])

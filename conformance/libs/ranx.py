@@ -1,0 +1,206 @@
+"""ranx: ``ranx.evaluate`` on ``ranx.Qrels`` / ``ranx.Run`` objects.
+
+Translation (``conformance.libs._nested``): the nested dicts ``{qid: {docid: label}}`` and
+``{qid: {docid: score}}`` go into an empty ``Qrels()`` / ``Run()`` through their public
+``add_multi(qids, docids, values)``, query by query in the inputs' order; then one call for
+every measure::
+
+    ranx.evaluate(qrels, run, ["ndcg@10", "precision@5-l2", ...], return_mean=False,
+                  make_comparable=...)
+
+``add_multi`` sorts exactly as the dict constructors do (``add_and_sort`` and ``create_and_sort``
+both end in ``sort_dict_by_key`` and ``sort_dict_of_dict_by_value``) and truncates labels the same
+way (``int()`` / ``np.array(dtype=int)``). It is used instead of ``Qrels(dict)`` / ``Run(dict)``
+because those turn doc ids into numpy arrays of dtype ``<U{longest id}``, and numba compiles
+``create_and_sort`` afresh for every such width (live: 60-110 s per new width on this machine,
+then cached on disk), while ``add_multi`` passes Python strings: one compiled signature for every
+input. (``Run({})`` also fails, on ``max()`` of nothing.)
+
+The per-query values are read from ``run.scores[metric]`` and the mean from
+``run.mean_scores[metric]``, where ``evaluate`` stores them itself (``save_results_in_run``), so
+the query each value belongs to is ranx's own assignment. (``evaluate``'s return value changes
+shape with the number of metrics: a bare array for one, a dict for several.)
+
+==========================  =================================================================
+entry                       call
+==========================  =================================================================
+``ranx``                    ``evaluate(qrels, run, metrics)``: query sets must be equal
+``ranx:make_comparable``    ``evaluate(..., make_comparable=True)``: ``Run.make_comparable``
+                            adds an empty list for every qrels query missing from the run
+                            and removes run queries that have no qrels
+==========================  =================================================================
+
+=================  =========================================  ===========================
+measure            metric                                     with ``gain=exponential``
+=================  =========================================  ===========================
+nDCG(@k), DCG(@k)  ``ndcg``, ``ndcg@k``, ``dcg``, ``dcg@k``   ``ndcg_burges``, ``dcg_burges``
+AP(@k), RR(@k)     ``map``, ``map@k``, ``mrr``, ``mrr@k``
+P@k, F1@k          ``precision@k``, ``f1@k``
+R(@k)              ``recall``, ``recall@k``
+Success(@k)        ``hit_rate``, ``hit_rate@k``
+Rprec, NumRelRet   ``r-precision``, ``hits``
+=================  =========================================  ===========================
+
+A relevance threshold L other than 1 is the suffix ``-lL`` (``precision@5-l2``). For nDCG and DCG
+that suffix also drops labels below L from the gains and the ideal, so it is only offered there
+with ``threshold_scope=graded`` (the profile's value, which ranx's ``-l`` parsing in
+``conformance.measures`` sets). Thresholds below 1 are not supported: ``-l0`` makes label 0
+relevant and ``-l-1`` makes label -1 relevant with a negative gain (``clean_qrels`` keeps labels
+>= L), which the ``negative_labels`` axis does not describe.
+
+Facts behind the profile (ranx 0.3.21, each confirmed live by ``tests/test_libs_ranx.py``):
+
+- gain: ``ndcg``/``dcg`` call ``_dcg(..., jarvelin=True)``, which despite the name is
+  ``rel / log2(rank + 1)`` (linear gain, our ``log2`` discount, not our ``jarvelin`` discount);
+  ``*_burges`` use ``(2^rel - 1) / log2(rank + 1)``;
+- ideal: ``_idcg`` is ``_dcg`` of the qrels (sorted by label) against themselves: every judged
+  document, retrieved or not, cut at k; live: the 0.4200 example;
+- labels: ``Qrels.add_multi`` applies ``int()`` (the constructor ``np.array(labels, dtype=int)``):
+  1.7 -> 1, -0.5 -> 0, -1.5 -> -1 (truncation towards zero);
+- ``clean_qrels`` keeps labels >= L (L = 1 by default) for every metric, gains included:
+  negative labels are never relevant, have gain 0 and are not in the ideal
+  (``negative_labels=unjudged``), and with ``-lL`` labels below L leave nDCG/DCG too
+  (``threshold_scope=graded``: live, ndcg-l2 on labels 1, 2, 3 is 0.6480, not trec_eval's
+  0.7900); a label L or above keeps gain = label;
+- empty query: every metric returns 0.0 when no judged label is >= L (``_ndcg`` sets an ideal
+  of 0 to 1, so nDCG is 0 too), and the query counts in ranx's mean;
+- ``precision@k`` = hits in top k / k, k kept when the list is shorter; ``map@k`` divides by the
+  number of relevant judged documents R; ``r-precision`` is precision at R (divided by R);
+  ``mrr@k`` only looks at the top k (``for i in range(k)``);
+- ties: ``Run.add_multi`` (like ``Run.__init__``) sorts each query with numba's ``np.argsort`` on negated scores, a
+  quicksort that is an insertion sort (stable) up to 15 documents and partitions beyond: live,
+  15 tied documents keep their input order, 16 come out as 15, 14, ..., 1, 16 (1-based input
+  positions), and 20 documents with 2 tied among them may also swap; never by doc id.
+  So the order of ties is unspecified (the reference gives the range);
+- scores: ``np.array(scores, dtype=float)``: float64 (live: 1.0 and 1.0 + 1e-12 do not tie);
+- query set: ``evaluate`` asserts ``qrels.keys() == run.keys()`` ("Qrels and Run query ids do
+  not match. Pass `make_comparable=True` ...", AssertionError): ``query_set=raise``; with
+  ``make_comparable=True`` every qrels query is scored and one missing from the run scores 0
+  (live): ``query_set=qrels``;
+- duplicates: a dict keeps the last listing; so do ranx's own readers (``run_file_to_dict``,
+  ``qrels_file_to_dict`` assign into a dict): ``duplicates=last``.
+"""
+
+from __future__ import annotations
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.libs._nested import qrels_dict, run_dict
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+PROFILE = Conventions(
+    gain="linear",  # metrics/ndcg.py _dcg(jarvelin=True): weighted_hit_list / log2(i + 1)
+    discount="log2",  # metrics/ndcg.py: np.log2(np.arange(1, k + 1) + 1)
+    ideal="judged",  # metrics/ndcg.py _idcg: _dcg(qrels, qrels, ...) over every judged doc
+    k_beyond_list="k",  # metrics/precision.py _precision: _hits(...) / k
+    ap_denominator="relevant",  # metrics/average_precision.py: sum / qrels.shape[0] (R)
+    empty_query="zero",  # every metric: `if len(qrels) == 0: return 0.0` after clean_qrels
+    ties="unspecified",  # numba quicksort in data_structures/common.py sort_dict_by_value (live)
+    relevance_threshold=1,  # extract_metric_and_params: rel_lvl = 1 unless -lN
+    threshold_scope="graded",  # metrics/common.py clean_qrels drops labels < L from gains too
+    negative_labels="unjudged",  # clean_qrels: labels < L (L >= 1) are dropped
+    label_type="int_truncate",  # data_structures/qrels.py add_multi: map(int, x) (towards zero)
+    query_set="raise",  # meta/evaluate.py check_keys: AssertionError unless the sets match
+    depth=None,  # the whole list is scored
+    score_precision="float64",  # data_structures/run.py: np.array(x, dtype=float)
+    rr_cutoff="honour",  # metrics/reciprocal_rank.py: for i in range(k)
+    rank_source="score",  # a Run holds scores only
+    duplicates="last",  # a dict (and ranx's file readers) keep the last listing
+)
+MAKE_COMPARABLE_PROFILE = PROFILE.replace(
+    query_set="qrels",  # Run.make_comparable: empty results for missing qrels queries (score 0)
+)
+
+_NAMES = {
+    "nDCG": "ndcg", "DCG": "dcg", "AP": "map", "RR": "mrr", "P": "precision", "F1": "f1",
+    "R": "recall", "Success": "hit_rate", "Rprec": "r-precision", "NumRelRet": "hits",
+}
+_NEEDS_CUTOFF = {"P", "F1"}
+_NO_CUTOFF = {"Rprec", "NumRelRet"}
+_GRADED = {"nDCG", "DCG"}
+
+
+def metric_string(m: Measure, profile: Conventions = PROFILE) -> str:
+    """The ranx metric for ``m``: ``ndcg_burges@10-l2``."""
+    conv = m.conventions(profile)
+    name = _NAMES[m.family]
+    if m.family in _GRADED and conv.gain == "exponential":
+        name += "_burges"
+    if m.cutoff is not None:
+        name += f"@{m.cutoff}"
+    if conv.relevance_threshold != 1:
+        name += f"-l{conv.relevance_threshold}"
+    return name
+
+
+class RanxEntry(Entry):
+    library = "ranx"
+    module = "ranx"
+    distribution = "ranx"
+    tolerance = 1e-12
+
+    def __init__(self, name: str, description: str, *, make_comparable: bool, profile: Conventions):
+        self.name = name
+        self.description = description
+        self.make_comparable = make_comparable
+        self._profile = profile
+
+    def supports(self, measure: Measure) -> bool:
+        f, k = measure.family, measure.cutoff
+        if f not in _NAMES or measure.alpha is not None:
+            return False
+        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+            return False
+        conv = measure.conventions(self._profile)
+        extra = set(conv.differing_axes(self._profile)) - {"relevance_threshold"}
+        if f in _GRADED and conv.gain == "exponential":
+            extra.discard("gain")
+        return not extra and conv.relevance_threshold >= 1
+
+    def profile(self, measure: Measure) -> Conventions:
+        return self._profile
+
+    def default_profile(self) -> Conventions:
+        return self._profile
+
+    def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
+        """One ``ranx.evaluate`` call for every supported measure."""
+        out: dict[Measure, LibraryValues] = {}
+        wanted: dict[Measure, str] = {}
+        for m in measures:
+            if self.supports(m):
+                wanted[m] = metric_string(m, self._profile)
+            else:
+                out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
+        if not wanted:
+            return out
+        try:
+            import ranx
+
+            q, r = qrels_dict(qrels), run_dict(run)
+            rq, rr = ranx.Qrels(), ranx.Run()
+            if q:
+                rq.add_multi(list(q), [list(d) for d in q.values()], [list(d.values()) for d in q.values()])
+            if r:
+                rr.add_multi(list(r), [list(d) for d in r.values()], [list(d.values()) for d in r.values()])
+            metrics = sorted(set(wanted.values()))
+            ranx.evaluate(rq, rr, metrics, return_mean=False, make_comparable=self.make_comparable)
+        except Exception as exc:  # the library's refusal is the result
+            err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+            return {**out, **{m: err for m in wanted}}
+        for m, metric in wanted.items():
+            per_query = {str(qid): float(v) for qid, v in rr.scores[metric].items()}
+            out[m] = LibraryValues(per_query=per_query, mean=float(rr.mean_scores[metric]))
+        return out
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        return self.evaluate(qrels, run, [measure])[measure]
+
+
+ENTRIES: list[Entry] = [
+    RanxEntry("ranx", "ranx.evaluate on Qrels/Run objects (query sets must match)",
+              make_comparable=False, profile=PROFILE),
+    RanxEntry("ranx:make_comparable", "ranx.evaluate(..., make_comparable=True)",
+              make_comparable=True, profile=MAKE_COMPARABLE_PROFILE),
+]

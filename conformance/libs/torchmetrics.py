@@ -1,0 +1,223 @@
+"""torchmetrics (optional extra): the ``torchmetrics.retrieval`` metric classes.
+
+Translation (``conformance.libs._listwise``): for each query in both the run and the qrels, its
+retrieved documents in run listing order, the run's scores and each document's qrels label (0
+when unjudged). The library sees nothing else: judged documents that were not retrieved and
+queries judged but not retrieved do not exist for it. The call, for all queries at once::
+
+    metric = RetrievalNormalizedDCG(top_k=k, empty_target_action=..., aggregation=capture)
+    metric.update(preds, target, indexes)   # float64 scores, labels, query number per document
+    metric.compute()
+
+``preds`` are the scores as float64 tensors (the library narrows them to float32), ``indexes`` the
+query's position among the sorted query ids. ``target`` is the label itself for
+``RetrievalNormalizedDCG`` (graded), and ``label >= L`` (bool) for the others, which refuse
+targets outside [0, 1] ("`target` must contain `binary` values"): binarising is the step every
+user of these classes writes. ``aggregation`` is a callable that keeps the per-query tensor the
+library hands it (one value per query, in ``indexes`` order, after ``empty_target_action``) and
+returns the library's own ``_retrieval_aggregate(values, "mean")``: so one call gives both the
+per-query values and the library's mean. Under ``empty_target_action='skip'`` the skipped
+queries are missing from that tensor; each query is then also computed alone, and a query for
+which the library calls no aggregation at all (``res`` empty) is the skipped one.
+
+======================  ==================================================================
+measure                 class (``top_k=k``; no cutoff: ``top_k=None``, the whole list)
+======================  ==================================================================
+nDCG, nDCG@k            ``RetrievalNormalizedDCG``
+AP, AP@k                ``RetrievalMAP``
+RR, RR@k                ``RetrievalMRR``
+P@k                     ``RetrievalPrecision`` (``adaptive_k=True`` for torchmetrics:adaptive_k)
+R, R@k                  ``RetrievalRecall``
+Success, Success@k      ``RetrievalHitRate``
+Rprec                   ``RetrievalRPrecision``
+======================  ==================================================================
+
+Entries: one per ``empty_target_action`` ('neg', the default, scores 0; 'pos' 1; 'skip' leaves
+the query out; 'error' raises ValueError), and ``torchmetrics:adaptive_k`` for P@k.
+
+Facts behind the profiles (torchmetrics 1.9.0 on torch 2.13.0+cpu, ``functional/retrieval/*.py``
+and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics.py``):
+
+- everything is float32: ``_check_retrieval_target_and_prediction_types`` returns
+  ``preds.float()`` and a float ``target`` as float32; values come back as float32 tensors
+  (tolerance 1e-6);
+- nDCG: gain = the target (linear, fractional and negative labels used as they are), discount
+  ``1 / log2(rank + 1)``, ideal = the same targets sorted (the list only), ties averaged by
+  ``_tie_average_dcg`` (``torch.unique`` on the float32 scores: mean gain of the group times the
+  sum of its discounts, cut at k); live: qrels {a:0, b:1} tied -> nDCG@1 0.5;
+- every other metric orders documents with ``torch.topk`` (AP, RR, P) or
+  ``torch.argsort(descending=True)`` (R, HitRate, RPrecision), neither stable nor by doc id: live
+  on CPU, ``topk`` of 5 equal scores gives positions [2, 4, 3, 0, 1], ``argsort`` of 20 equal
+  scores starts [10, 19, 18, ...]; so ties are unspecified (the reference gives the range). The
+  claim "ties always averaged" holds for nDCG only;
+- P@k divides by k even when the list is shorter (``adaptive_k=True``: by the list length when
+  k exceeds it); AP divides by the relevant documents found in the top k; R and RPrecision count
+  R as the relevant documents of the list (``target.sum()``); RR@k only looks at the top k;
+- empty query: ``RetrievalMetric.compute`` applies ``empty_target_action`` when
+  ``mini_target.sum()`` is 0 for the query, before any metric runs;
+- not described by any axis (findings, see the tests): AP, RR, P and R treat a document whose
+  score is <= 0 as not relevant (``torch.where(preds > 0, target, 0)``; HitRate, RPrecision and
+  nDCG do not), and R's denominator still counts it; nDCG calls a query empty when its labels
+  *sum* to 0, so labels [2, -2] ranked perfectly score 0 under 'neg', not 1; under 'skip', when
+  every query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined.
+"""
+
+from __future__ import annotations
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.libs._listwise import ranked_lists
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+PROFILE = Conventions(
+    gain="linear",  # ndcg.py _dcg_sample_scores: discount * target (nDCG only; others binary)
+    discount="log2",  # ndcg.py: 1.0 / log2(arange(n) + 2.0)
+    ideal="retrieved",  # ndcg.py: _dcg_sample_scores(target, target, ...): the list's labels;
+    # precision/recall/r_precision: R = target.sum(), the list's relevant documents
+    k_beyond_list="k",  # precision.py: relevant / top_k, top_k kept unless adaptive_k
+    ap_denominator="retrieved_relevant",  # average_precision.py: mean over relevant in the top k
+    empty_query="zero",  # base.py compute: empty_target_action='neg' -> tensor(0.0), counted
+    ties="unspecified",  # topk / argsort (live: neither stable nor by id); nDCG: see below
+    relevance_threshold=1,  # the adapter's target = label >= 1 for the binary metrics
+    threshold_scope="binary",  # nDCG gets the raw labels whatever the threshold
+    negative_labels="keep",  # nDCG: target used as it is (negative gain, in the ideal, live);
+    # binary metrics: label >= L is False for them, as for any label below L
+    label_type="float",  # nDCG: a float target stays float32 (live: 0.5, 1.5 used as is)
+    query_set="run",  # the adapter's translation (_listwise): queries in both run and qrels
+    depth=None,  # the whole list is given
+    score_precision="float32",  # checks.py: preds.float()
+    rr_cutoff="honour",  # reciprocal_rank.py: target[preds.topk(min(top_k, n))]
+    rank_source="score",
+    duplicates="error",  # a validated Run holds each (query, doc) once
+)
+NDCG_PROFILE = PROFILE.replace(
+    ties="average",  # ndcg.py _tie_average_dcg: torch.unique groups (live: tied pair -> 0.5)
+)
+EMPTY_QUERY = {  # empty_target_action -> empty_query (base.py RetrievalMetric.compute)
+    "neg": "zero",  # res.append(tensor(0.0))
+    "pos": "one",  # res.append(tensor(1.0))
+    "skip": "skip",  # nothing appended: left out of the aggregate
+    "error": "raise",  # ValueError "`compute` method was provided with a query with no positive target."
+}
+
+_CLASSES = {
+    "nDCG": "RetrievalNormalizedDCG",
+    "AP": "RetrievalMAP",
+    "RR": "RetrievalMRR",
+    "P": "RetrievalPrecision",
+    "R": "RetrievalRecall",
+    "Success": "RetrievalHitRate",
+    "Rprec": "RetrievalRPrecision",
+}
+_NEEDS_CUTOFF = {"P"}
+_NO_CUTOFF = {"Rprec"}
+
+
+class TorchmetricsEntry(Entry):
+    library = "torchmetrics"
+    module = "torchmetrics"
+    distribution = "torchmetrics"
+    tolerance = 1e-6  # float32 throughout
+
+    def __init__(self, name: str, description: str, *, action: str = "neg",
+                 adaptive_k: bool = False):
+        self.name = name
+        self.description = description
+        self.action = action
+        self.adaptive_k = adaptive_k
+        self.families = ("P",) if adaptive_k else tuple(_CLASSES)
+
+    def _base_profile(self, family: str) -> Conventions:
+        conv = NDCG_PROFILE if family == "nDCG" else PROFILE
+        conv = conv.replace(empty_query=EMPTY_QUERY[self.action])
+        if self.adaptive_k:
+            conv = conv.replace(k_beyond_list="min_k_n")  # precision.py: adaptive_k and top_k > n
+        return conv
+
+    def supports(self, measure: Measure) -> bool:
+        f, k = measure.family, measure.cutoff
+        if f not in self.families or measure.alpha is not None:
+            return False
+        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+            return False
+        base = self._base_profile(f)
+        conv = measure.conventions(base)
+        differing = set(conv.differing_axes(base))
+        if f != "nDCG":  # the threshold is the adapter's binarisation of the labels
+            differing.discard("relevance_threshold")
+        return not differing and conv.relevance_threshold >= 1
+
+    def profile(self, measure: Measure) -> Conventions:
+        return self._base_profile(measure.family)
+
+    def default_profile(self) -> Conventions:
+        return self._base_profile(self.families[0])
+
+    def _metric(self, measure: Measure, aggregation):
+        import torchmetrics.retrieval as tr
+
+        kwargs = {"empty_target_action": self.action, "aggregation": aggregation}
+        if measure.family != "Rprec":
+            kwargs["top_k"] = measure.cutoff
+        if self.adaptive_k:
+            kwargs["adaptive_k"] = True
+        return getattr(tr, _CLASSES[measure.family])(**kwargs)
+
+    def _call(self, measure: Measure, preds, target, indexes):
+        """(the per-query tensor the library aggregated, or None if it aggregated nothing;
+        the library's mean)."""
+        from torchmetrics.retrieval.base import _retrieval_aggregate
+
+        captured = []
+
+        def aggregation(values, dim=None):
+            captured.append(values.detach().clone())
+            return _retrieval_aggregate(values, "mean", dim)
+
+        metric = self._metric(measure, aggregation)
+        metric.update(preds, target, indexes)
+        mean = float(metric.compute())
+        return (captured[0] if captured else None), mean
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        if not self.supports(measure):
+            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
+        import torch
+
+        lists = ranked_lists(qrels, run)
+        if not lists:
+            return LibraryValues()  # nothing to score: the library is not called
+        threshold = measure.conventions(self._base_profile(measure.family)).relevance_threshold
+
+        def tensors(items):
+            preds = torch.cat([torch.tensor(i.scores, dtype=torch.float64) for i in items])
+            if measure.family == "nDCG":
+                target = torch.cat([torch.tensor(i.labels, dtype=torch.float64) for i in items])
+            else:
+                target = torch.cat([torch.tensor(i.labels >= threshold) for i in items])
+            indexes = torch.cat([torch.full((i.scores.size,), n, dtype=torch.long)
+                                 for n, i in enumerate(items)])
+            return preds, target, indexes
+
+        values, mean = self._call(measure, *tensors(lists))
+        if self.action != "skip":
+            assert values is not None and values.numel() == len(lists)
+            per_query = {item.qid: float(v) for item, v in zip(lists, values.tolist())}
+            return LibraryValues(per_query=per_query, mean=mean)
+        per_query = {}
+        for item in lists:
+            alone, _ = self._call(measure, *tensors([item]))
+            if alone is not None:  # None: the library skipped the query
+                per_query[item.qid] = float(alone[0])
+        return LibraryValues(per_query=per_query, mean=mean)
+
+
+ENTRIES: list[Entry] = [
+    TorchmetricsEntry("torchmetrics", "torchmetrics.retrieval metrics, empty_target_action='neg' (default)"),
+    TorchmetricsEntry("torchmetrics:pos", "empty_target_action='pos'", action="pos"),
+    TorchmetricsEntry("torchmetrics:skip", "empty_target_action='skip'", action="skip"),
+    TorchmetricsEntry("torchmetrics:error", "empty_target_action='error'", action="error"),
+    TorchmetricsEntry("torchmetrics:adaptive_k", "RetrievalPrecision(adaptive_k=True)",
+                      adaptive_k=True),
+]

@@ -1,0 +1,263 @@
+"""trec_eval, through its Python binding pytrec_eval-terrier: ``pytrec_eval.RelevanceEvaluator``.
+
+Translation (``conformance.libs._nested``): the qrels become ``{qid: {docid: int label}}`` (a
+fractional label is passed as the float it is, and pytrec_eval refuses it), the run
+``{qid: {docid: float score}}``. One call per relevance level::
+
+    pytrec_eval.RelevanceEvaluator(qrels, ["ndcg_cut.10", "P.5", ...], relevance_level=L)
+        .evaluate(run)      # -> {qid: {"ndcg_cut_10": v, "P_5": v, ...}}
+
+The per-query values are read back as returned; the mean is the binding's own
+``pytrec_eval.compute_aggregated_measure`` (sum for ``num_*``, arithmetic mean otherwise).
+
+=============  ======================  ==========================================
+measure        measure string          result key
+=============  ======================  ==========================================
+nDCG, nDCG@k   ``ndcg``, ``ndcg_cut.k``  ``ndcg``, ``ndcg_cut_k``
+AP, AP@k       ``map``, ``map_cut.k``    ``map``, ``map_cut_k``
+P@k, R@k       ``P.k``, ``recall.k``     ``P_k``, ``recall_k``
+Success@k      ``success.k``             ``success_k``
+RR, RR@k       ``recip_rank``, ``recip_rank.k`` (k accepted and ignored)  ``recip_rank``
+Rprec          ``Rprec``                 ``Rprec``
+NumQ ...       ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``
+=============  ======================  ==========================================
+
+A measure that fixes ``relevance_threshold`` (``P(rel=2)@5``) is computed with
+``relevance_level`` = that threshold; pytrec_eval refuses 0 ("Argument relevance_level should be
+positive.") and gives wrong values for negative levels (live: level -1 gives P_2 = 0 where every
+document is relevant), so only thresholds >= 1 are supported. Nothing else is reachable: custom
+gains (``ndcg.1=3,2=9``) abort the whole process inside pytrec_eval, exponential gain and
+DCG, F1, R without a cutoff and Success without one do not exist in trec_eval.
+
+Isolation. Two inputs make pytrec_eval unsafe to call in our own process:
+
+- a query whose judgments are all negative: trec_eval 9 then works past the end of its
+  per-level tables. Live: qrels {q9: {d11: -1, d13: -2}} with two documents retrieved gives
+  ``num_ret`` 0 (not 2), and the same call repeated in one process hangs within a few hundred
+  iterations (a hypothesis run of the differential tests died of SIGSEGV on such a case);
+- a large label: ndcg builds a gain table over every level from 0 to the largest label, in time
+  quadratic in it (live: label 10^5 takes 10 s, 10^6 did not finish in 120 s), and a label of
+  2^31 crashes the process or hangs.
+
+For such input (``needs_isolation``) the call runs in a fresh child process with a time limit,
+and what it returns, or how it died, is the library's result; the tool itself survives.
+
+Facts behind the profile (pytrec_eval-terrier 0.5.11 = trec_eval 9.0.x C code; see also
+``notes/trec_eval_semantics.md``; each confirmed live by ``tests/test_libs_trec_eval.py``):
+
+- ties: score descending, then docno descending by byte-wise strcmp (``form_res_rels.c``,
+  ``comp_sim_docno``); live: qrels {a:0, b:1}, both scored 1.0 -> P@1 = 1 (b first);
+- scores: the binding stores each score as C ``float`` (trec_eval 9's ``TEXT_RESULTS.sim``), so
+  1.0 and 1.0 + 1e-9 tie (live: they fall to the docno rule);
+- labels: ``Expected relevance to be integer.`` (TypeError) for any non-int label, including
+  2.0 and numpy integers; the adapter passes whole numbers as ``int``, so only a truly fractional
+  label is refused: ``label_type=raise``;
+- negative labels are "judged but not relevant at any level": gain 0, not in the ideal, not in
+  num_rel (live: labels {a:-1, b:2, c:-3} ranked a, b, c give ndcg 0.6309 = ndcg of b alone);
+- query set: only queries in both the run and the qrels come back (live), and the binding drops
+  a query whose qrels dict is empty before trec_eval sees it (our Qrels never holds such a
+  query: each query has at least one row);
+- ``-l`` (relevance_level) moves the threshold of P, recall, map, map_cut, Rprec, recip_rank,
+  success, num_rel and num_rel_ret, not of ndcg / ndcg_cut (live: level 2 on labels 1, 2, 3
+  leaves ndcg at 0.78999, the value with every positive label as gain): ``threshold_scope=binary``;
+  contrary to a comment in ir_measures' pytrec_eval provider, ``num_rel`` does follow it (live);
+- ``recip_rank.k`` is accepted and ignored (live: RR 0.5 with the relevant document at rank 2 and
+  k = 1): ``rr_cutoff=ignore``;
+- ``P.k`` divides by k when fewer than k were retrieved; ``map`` and ``map_cut.k`` divide by
+  num_rel; ``ndcg_cut.k`` cuts the ideal at k; the ideal holds every judged document with a
+  positive label, retrieved or not (live: qrels {a:1, b:0, c:2, z:3}, run a > b > c ->
+  ndcg_cut_3 0.4200);
+- empty query (no relevant judged document): every measure is 0 and the query counts;
+- duplicates: a dict cannot hold a document twice; pytrec_eval's own reader ``parse_run`` fails
+  on it (AssertionError), and the adapter hands such a run to ``parse_run``, so the library's
+  refusal is what is recorded.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+
+from conformance.conventions import TREC_EVAL, Conventions
+from conformance.data import Qrels, Run
+from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+PROFILE = Conventions(
+    gain="linear",  # m_ndcg.c / m_ndcg_cut.c: gain = the label (no gain parameters given)
+    discount="log2",  # m_ndcg.c: gain / log2(rank + 1)
+    ideal="judged",  # every qrels document with a positive label, retrieved or not (live: 0.4200)
+    k_beyond_list="k",  # m_P.c: relevant in top k / k, even when fewer were retrieved
+    ap_denominator="relevant",  # m_map.c, m_map_cut.c: divided by num_rel
+    empty_query="zero",  # every measure is 0 when num_rel = 0, and the query is averaged in
+    ties="docid_desc",  # form_res_rels.c comp_sim_docno: score desc, then strcmp(docno) desc
+    relevance_threshold=1,  # relevance_level defaults to 1
+    threshold_scope="binary",  # live: relevance_level leaves ndcg / ndcg_cut unchanged
+    negative_labels="unjudged",  # form_res_rels.c: label < 0 -> "in pool, not judged" (live)
+    label_type="raise",  # pytrec_eval.cpp: TypeError "Expected relevance to be integer." (live)
+    query_set="run",  # live: evaluate() returns only queries in both run and qrels
+    depth=None,  # the binding sets no -M: the whole list is scored
+    score_precision="float32",  # trec_eval 9 stores scores as C float (live: 1 vs 1+1e-9 tie)
+    rr_cutoff="ignore",  # m_recip_rank.c has no cutoff; live: recip_rank.1 gives 0.5
+    rank_source="score",  # dict input has no rank
+    duplicates="error",  # pytrec_eval.parse_run: `assert object_id not in run[query_id]`
+)
+# The profile differs from the trec_eval command line's (conventions.TREC_EVAL) only where the
+# binding does: labels arrive as Python objects, not text read with atol.
+assert PROFILE == TREC_EVAL.replace(label_type="raise")
+
+# Above this label, the call runs in a child process (see "Isolation" above).
+ISOLATE_ABOVE = 10_000
+ISOLATED_TIMEOUT = 60.0
+
+_FAMILIES = {"nDCG", "AP", "P", "R", "Success", "RR", "Rprec", "NumQ", "NumRet", "NumRel", "NumRelRet"}
+_NEEDS_CUTOFF = {"P", "R", "Success"}
+_NO_CUTOFF = {"Rprec", "NumQ", "NumRet", "NumRel", "NumRelRet"}
+_PLAIN = {"Rprec": "Rprec", "NumQ": "num_q", "NumRet": "num_ret", "NumRel": "num_rel",
+          "NumRelRet": "num_rel_ret"}
+_CUT = {"P": "P", "R": "recall", "Success": "success"}
+
+
+def measure_string(m: Measure) -> tuple[str, str]:
+    """(the string passed to pytrec_eval, the key its result comes back under)."""
+    f, k = m.family, m.cutoff
+    if f == "nDCG":
+        return ("ndcg", "ndcg") if k is None else (f"ndcg_cut.{k}", f"ndcg_cut_{k}")
+    if f == "AP":
+        return ("map", "map") if k is None else (f"map_cut.{k}", f"map_cut_{k}")
+    if f == "RR":
+        return ("recip_rank", "recip_rank") if k is None else (f"recip_rank.{k}", "recip_rank")
+    if f in _CUT:
+        return f"{_CUT[f]}.{k}", f"{_CUT[f]}_{k}"
+    return _PLAIN[f], _PLAIN[f]
+
+
+_CHILD = """
+import pickle, sys
+import pytrec_eval
+qrels, run, strings, level = pickle.load(sys.stdin.buffer)
+try:
+    out = ("ok", pytrec_eval.RelevanceEvaluator(qrels, strings, relevance_level=level).evaluate(run))
+except Exception as exc:
+    out = ("error", f"{type(exc).__name__}: {exc}")
+sys.stdout.buffer.write(pickle.dumps(out))
+"""
+
+
+def needs_isolation(qrels: Qrels) -> bool:
+    """A label above ISOLATE_ABOVE, or a query all of whose labels are negative."""
+    if not len(qrels):
+        return False
+    if float(qrels.label.max()) > ISOLATE_ABOVE:
+        return True
+    top = np.full(qrels.qids.size, -np.inf)
+    np.maximum.at(top, qrels.qcode, qrels.label)
+    return bool((top[np.unique(qrels.qcode)] < 0).any())
+
+
+def _isolated(qrels: dict, run: dict, strings: list[str], level: int) -> dict:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD], input=pickle.dumps((qrels, run, strings, level)),
+            capture_output=True, timeout=ISOLATED_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(
+            f"pytrec_eval did not finish in {ISOLATED_TIMEOUT:g} s (its ndcg gain table grows "
+            "with the square of the largest label)"
+        ) from None
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"pytrec_eval crashed (exit status {done.returncode}): "
+            f"{done.stderr.decode(errors='replace').strip()[-300:]}"
+        )
+    status, value = pickle.loads(done.stdout)
+    if status == "error":
+        raise RuntimeError(value)
+    return value
+
+
+class TrecEvalEntry(Entry):
+    name = "trec_eval"
+    library = "trec_eval"
+    module = "pytrec_eval"
+    distribution = "pytrec-eval-terrier"
+    tolerance = 1e-12  # trec_eval computes in double; only the sort key is float32
+    description = "pytrec_eval.RelevanceEvaluator (trec_eval 9 code), relevance_level per measure"
+
+    def supports(self, measure: Measure) -> bool:
+        f, k = measure.family, measure.cutoff
+        if f not in _FAMILIES or measure.alpha is not None:
+            return False
+        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+            return False
+        conv = measure.conventions(PROFILE)
+        # only the threshold is a parameter of the call; any other axis a name fixes must
+        # already be trec_eval's (ndcg with custom gains would abort the process)
+        if set(conv.differing_axes(PROFILE)) - {"relevance_threshold"}:
+            return False
+        return conv.relevance_threshold >= 1
+
+    def profile(self, measure: Measure) -> Conventions:
+        return PROFILE
+
+    def default_profile(self) -> Conventions:
+        return PROFILE
+
+    def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
+        """One RelevanceEvaluator per relevance level for all the measures at that level."""
+        out: dict[Measure, LibraryValues] = {}
+        by_level: dict[int, list[Measure]] = {}
+        for m in measures:
+            if not self.supports(m):
+                out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
+            else:
+                by_level.setdefault(m.conventions(PROFILE).relevance_threshold, []).append(m)
+        if not by_level:
+            return out
+        try:
+            import pytrec_eval
+
+            q = qrels_dict(qrels)
+            dup = duplicate_pair(run)
+            if dup is not None:
+                # the dict cannot carry it: let the binding's own reader judge the listing
+                pytrec_eval.parse_run(
+                    f"{qid} Q0 {doc} 0 {score!r} run"
+                    for qid, doc, score in zip(run.query_ids(), run.doc_ids(), run.score.tolist())
+                )
+            r = run_dict(run)
+        except Exception as exc:
+            err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+            return {**out, **{m: err for ms in by_level.values() for m in ms}}
+        isolate = needs_isolation(qrels)
+        for level, ms in by_level.items():
+            strings = sorted({measure_string(m)[0] for m in ms})
+            try:
+                if isolate:
+                    result = _isolated(q, r, strings, level)
+                else:
+                    result = pytrec_eval.RelevanceEvaluator(q, strings, relevance_level=level).evaluate(r)
+            except Exception as exc:  # the library's refusal is the result
+                err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+                out.update({m: err for m in ms})
+                continue
+            for m in ms:
+                key = measure_string(m)[1]
+                per_query = {qid: float(vals[key]) for qid, vals in result.items()}
+                with warnings.catch_warnings():  # np.mean of no queries: NaN, as our aggregate
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    mean = pytrec_eval.compute_aggregated_measure(key, list(per_query.values()))
+                out[m] = LibraryValues(per_query=per_query, mean=float(mean))
+        return out
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        return self.evaluate(qrels, run, [measure])[measure]
+
+
+ENTRIES: list[Entry] = [TrecEvalEntry()]
