@@ -19,7 +19,8 @@ TREC files (``read_run``, ``read_qrels``)
 * A line whose first non-blank character is ``#`` is a comment (trec_eval 10 accepts ``#`` only
   in column 0; a leading blank before ``#`` is accepted here too). A ``#`` anywhere else is data:
   MS MARCO v2 docids such as ``msmarco_v2.1_doc_50_2286987788#13_3087841662`` contain one. A
-  blank (or whitespace-only) line is skipped. Both are counted in :class:`ReadCounts`.
+  blank (or whitespace-only) line is skipped, in qrels too (trec_eval skips them in runs and calls
+  them malformed in qrels). Both are counted in :class:`ReadCounts`.
 * The whole file must be UTF-8 (comment lines too); a UTF-8 byte order mark is skipped. Gzip
   data (a ``.gz`` name or the gzip magic bytes) is decompressed first; line numbers are those of
   the decompressed text.
@@ -50,8 +51,9 @@ Duplicates
 Other shapes
 ------------
 * JSON dict of dicts ``{qid: {docid: score}}`` (``read_run_json``) and ``{qid: {docid: label}}``
-  (``read_qrels_json``), kept in listing order. Values must be JSON numbers (not strings, not
-  booleans). A key repeated inside one JSON object is a duplicate as above (the JSON module would
+  (``read_qrels_json``), kept in listing order. Values must be numbers (not strings, not
+  booleans; Python mappings given to ``run_from_dict`` / ``qrels_from_dict`` may also hold numpy
+  numbers and integer ids). A key repeated inside one JSON object is a duplicate as above (the JSON module would
   silently keep the last). A query with an empty object has no rows: it is counted as one row
   read and ignored ("query with no documents"). The "line" of a problem is the record number:
   the 1-based position of the (qid, docid) pair in listing order. A JSON list of flat records
@@ -87,6 +89,16 @@ Other shapes
   ``.gz``: ``.json`` -> JSON, ``.jsonl`` / ``.ndjson`` -> JSONL, anything else -> TREC.
 
 Query and document ids are dictionary-encoded in order of first appearance.
+
+Speed
+-----
+A clean TREC file (one kind of separator used once between fields, no comment or blank line, no
+``\r``) is read by Arrow's multi-threaded CSV reader; any other file by a general path that splits
+lines on whitespace runs with Arrow compute kernels. Both are columnar: no Python loop over lines
+unless a problem has been found and its line must be named. Docids of large inputs are encoded by
+a sort of hashed ids (see :func:`_factorize_arrow`), which beats a hash table on millions of
+distinct ids. The Python ``str`` objects of the vocabularies (``data.py`` wants object arrays) are
+the only per-id Python objects made.
 """
 
 from __future__ import annotations
@@ -408,17 +420,10 @@ def _lenient_float(strings: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarr
         return pc.cast(strings, _F64).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:
         pass
+    # The pattern accepts exactly what Arrow's cast reads (tests/test_io.py checks this), so
+    # the second cast cannot fail.
     ok = pc.match_substring_regex(strings, _NUMBER)
-    try:
-        return pc.cast(pc.if_else(ok, strings, "nan"), _F64).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid:  # the pattern accepted a spelling Arrow refuses: element by element
-        out = np.full(len(strings), np.nan)
-        for i, s in enumerate(strings.to_pylist()):
-            try:
-                out[i] = pc.cast(pa.array([s]), _F64)[0].as_py()
-            except pa.ArrowInvalid:
-                pass
-        return out
+    return pc.cast(pc.if_else(ok, strings, "nan"), _F64).to_numpy(zero_copy_only=False)
 
 
 def _trec_run(src: _Text, duplicates: str) -> Run:
@@ -519,12 +524,12 @@ def _factorize_sort(arr: pa.Array, hash_bits: int | None) -> tuple[np.ndarray, p
     view = np.ndarray((total + 1,), dtype="<u8", buffer=padded, strides=(1,))
     words = []
     for j in range(max(width, 1)):
+        w = view[starts if j == 0 else np.minimum(starts + 8 * j, total)]
         rem = lens - 8 * j
-        w = view[np.minimum(starts + 8 * j, total)]
-        shift = (np.clip(rem, 0, 7) * 8).astype(np.uint64)
-        mask = (np.uint64(1) << shift) - np.uint64(1)
-        mask[rem >= 8] = np.uint64(0xFFFFFFFFFFFFFFFF)
-        w &= mask
+        short = rem < 8  # ids that end inside this word: clear the bytes after their end
+        if short.any():
+            shift = np.clip(rem[short], 0, 7).astype(np.uint64) * np.uint64(8)
+            w[short] &= (np.uint64(1) << shift) - np.uint64(1)
         words.append(w)
     h = lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     for w in words:
@@ -553,10 +558,19 @@ def _factorize_sort(arr: pa.Array, hash_bits: int | None) -> tuple[np.ndarray, p
     # that row, byte for byte; by transitivity every hash group then holds one id.
     later = np.flatnonzero(~first)
     if later.size:
-        a, b = rows[later], rows[later - 1]
-        same = lens[a] == lens[b]
-        for w in words:
-            same &= w[a] == w[b]
+        if later.size * 4 > n:  # many repeats: put every word in sorted order once, compare neighbours
+            in_order = lens[rows]
+            neighbours = in_order[1:] == in_order[:-1]
+            for w in words:
+                in_order = w[rows]
+                neighbours &= in_order[1:] == in_order[:-1]
+            same = neighbours[later - 1]
+            del in_order, neighbours
+        else:  # few repeats: compare just those rows with their predecessors
+            a, b = rows[later], rows[later - 1]
+            same = lens[a] == lens[b]
+            for w in words:
+                same &= w[a] == w[b]
         if not same.all():
             mixed = np.unique(group[later[~same]])
             positions = np.flatnonzero(np.isin(group, mixed))
@@ -734,19 +748,27 @@ def _kind(v: Any) -> str:
 
 def _id(v: Any, what: str, fail: Callable[[str], InputError]) -> str:
     if isinstance(v, str):
-        return v
-    if isinstance(v, int) and not isinstance(v, bool):
         return str(v)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return str(int(v))
     raise fail(f"{what} is {_kind(v)}: expected a string or an integer")
 
 
-def _number(v: Any, what: str, fail: Callable[[str], InputError]) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise fail(f"{what} is {_kind(v)}: expected a JSON number")
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _to_float(v: Any) -> float:
     try:
-        x = float(v)
-    except OverflowError:
-        x = math.inf
+        return float(v)
+    except OverflowError:  # an integer beyond the double range
+        return math.copysign(math.inf, v)
+
+
+def _number(v: Any, what: str, fail: Callable[[str], InputError]) -> float:
+    if not _is_number(v):
+        raise fail(f"{what} is {_kind(v)}: expected a number")
+    x = _to_float(v)
     if not math.isfinite(x):
         raise fail(f"{what} {v!r} is not a finite number: expected a finite number")
     return x
@@ -799,15 +821,15 @@ _NUMBER_TYPES = {int, float}
 
 
 def _numbers(values: list, what: Callable[[int], str], fail: Callable[[int, str], InputError]) -> np.ndarray:
-    """JSON values -> finite float64, checked in bulk; ``fail(i, problem)`` names element i."""
-    if not set(map(type, values)) <= _NUMBER_TYPES:  # bool is not a subclass match here: type() is exact
+    """Numbers -> finite float64, checked in bulk; ``fail(i, problem)`` names element i."""
+    if not set(map(type, values)) <= _NUMBER_TYPES:  # type() is exact, so bool is not let through
         for i, v in enumerate(values):
-            if type(v) not in _NUMBER_TYPES:
-                raise fail(i, f"{what(i)} is {_kind(v)}: expected a JSON number")
+            if not _is_number(v):
+                raise fail(i, f"{what(i)} is {_kind(v)}: expected a number")
     try:
         out = np.array(values, dtype=np.float64)
-    except OverflowError:  # an integer beyond the double range
-        out = np.array([float(v) if abs(v) < 2**1000 else math.copysign(math.inf, v) for v in values])
+    except OverflowError:
+        out = np.array([_to_float(v) for v in values], dtype=np.float64)
     finite = np.isfinite(out)
     if not finite.all():
         i = int(np.argmin(finite))
@@ -940,7 +962,7 @@ def _run_record(rec: Any, rows: _Rows, name: str, line: int) -> None:
         d = _id(d_raw, f"the docid ({dkey})", fail)
         x = _number(s, f"the score of docid {d!r}", fail)
         rkey, r = _record_key(rec, ("rank",))
-        rank = float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else math.nan
+        rank = _to_float(r) if _is_number(r) else math.nan
         rows.add(q, d, x, line, rank)
         return
     lkey, docs = _record_key(rec, _LIST_KEYS)
