@@ -271,6 +271,14 @@ AXES: dict[str, Axis] = {
             },
         ),
         Axis(
+            "single_document",
+            "a query whose ranked list holds exactly one document",
+            {
+                "score": "it is scored like any other list",
+                "raise": "evaluation fails (scikit-learn refuses one-document rows)",
+            },
+        ),
+        Axis(
             "duplicates",
             "a document listed twice for one query in a run",
             {
@@ -318,6 +326,7 @@ class Conventions:
     score_precision: str = "float64"
     rr_cutoff: str = "honour"
     rank_source: str = "score"
+    single_document: str = "score"
     duplicates: str = "error"
 
     def __post_init__(self) -> None:
@@ -381,6 +390,7 @@ TREC_EVAL = Conventions(
     score_precision="float32",
     rr_cutoff="ignore",
     rank_source="score",
+    single_document="score",
     duplicates="error",
 )
 TREC_EVAL10 = TREC_EVAL.replace(score_precision="float64")

@@ -62,6 +62,9 @@ NDCG_PROFILE = Conventions(
     depth=None,  # the whole row is scored
     score_precision="float64",  # check_array keeps float64; ties are exact float64 equality
     rank_source="score",  # only y_score orders the row
+    # live: ndcg_score refuses a one-column row ("only meaningful when there is more than 1
+    # document"), dcg_score too ("Only ... formats are supported. Got binary instead")
+    single_document="raise",
     duplicates="error",  # a validated Run holds each (query, doc) once
 )
 DCG_PROFILE = NDCG_PROFILE.replace(

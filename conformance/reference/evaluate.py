@@ -98,8 +98,14 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     local = np.cumsum(scored) - 1  # global query index -> index among scored queries
     nq = int(scored.sum())
 
-    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source)
-    run_labels = transform_labels(prep.run_label, conv, prep.qrels_source)
+    # Which labels the evaluation reads, for the conventions that refuse some labels: the
+    # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
+    kept = prep.kept_rows(conv.duplicates)
+    run_seen = np.zeros(prep.run_label.size, bool)
+    run_seen[kept[scored[prep.run_q[kept]]]] = True
+    qrels_seen = None if conv.ideal == "judged" else np.zeros(prep.qrels_label.size, bool)
+    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen)
+    run_labels = transform_labels(prep.run_label, conv, prep.qrels_source, run_seen)
 
     # judged side: relevant counts and ideal gains from the qrels of scored queries
     jmask = scored[prep.qrels_q] & ~np.isnan(qrels_labels)
@@ -124,6 +130,13 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             with np.errstate(over="ignore"):  # beyond float32 range: +-inf, still ordered
                 score = score.astype(np.float32).astype(np.float64)
         primary = -score
+
+    if conv.single_document == "raise" and rows.size:
+        listed = np.bincount(local[prep.run_q[rows]], minlength=nq)
+        if (listed == 1).any():
+            raise EvaluationError(
+                f"query {prep.qids[scored][listed == 1][0]!r} has a one-document list "
+                "(single_document=raise)")
 
     def context(tie_rule: str) -> Context:
         ranked = rank(local[prep.run_q[rows]], primary, prep.run_doc[rows], prep.run_order[rows],

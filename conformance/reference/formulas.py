@@ -72,11 +72,13 @@ class Context:
     def require_fixed_gains(self, k: int | None, what: str) -> None:
         """Refuse when, under ``ties=average``, the gains kept in the top k are random (a cut
         through a tied group of unequal gains) and feed a denominator (the retrieved ideal)."""
-        if self.tie_rule == "average" and self.ranked.splits_varied_group(k).any():
+        grouped = self.ranked if self.tie_rule == "average" else (
+            self.tie_groups().ranked if self.tie_groups is not None else None)
+        if grouped is not None and grouped.splits_varied_group(k).any():
             raise EvaluationError(
-                f"{what} under ties=average: the cut splits a tied group of unequal gains, so "
-                "the ideal is random and the expected value has no closed form; choose another "
-                "tie rule"
+                f"{what} under ties={self.conv.ties}: the cut splits a tied group of unequal "
+                "gains, so the ideal depends on the order inside the group (no closed-form "
+                "expectation, no proven worst and best order); choose another tie rule"
             )
 
     def require_fixed_count(self, k: int | None, what: str) -> None:

@@ -208,24 +208,30 @@ class Prepared:
         return self._doc_vocab[int(self.run_doc_code[row])].as_py()
 
 
-def transform_labels(labels: np.ndarray, conv: Conventions, where: str) -> np.ndarray:
+def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
+                     seen: np.ndarray | None = None) -> np.ndarray:
     """Apply ``label_type`` then ``negative_labels`` to raw labels (NaN = unjudged, kept NaN).
 
     Truncation comes first because trec_eval reads labels with ``atol``: -0.5 becomes 0, which
-    is not negative. Negative labels under ``unjudged`` become NaN (not judged).
+    is not negative. Negative labels under ``unjudged`` become NaN (not judged). The ``raise``
+    values refuse only labels in ``seen`` (all when None): a library that is given only the
+    ranked lists never sees the label of an unretrieved document.
     """
     out = labels
     judged = ~np.isnan(out)
+    seen_mask = judged if seen is None else judged & seen
     if conv.label_type != "float":
         fractional = judged & (out != np.trunc(np.where(judged, out, 0)))
         if fractional.any():
-            if conv.label_type == "raise":
+            if conv.label_type == "raise" and (fractional & seen_mask).any():
+                fractional = fractional & seen_mask
                 bad = out[fractional][0]
                 raise EvaluationError(f"{where}: label {bad!r} is not an integer (label_type=raise)")
             out = np.trunc(out)
     negative = judged & (out < 0)
     if negative.any():
-        if conv.negative_labels == "raise":
+        if conv.negative_labels == "raise" and (negative & seen_mask).any():
+            negative = negative & seen_mask
             bad = out[negative][0]
             raise EvaluationError(f"{where}: label {bad!r} is negative (negative_labels=raise)")
         if conv.negative_labels == "unjudged":

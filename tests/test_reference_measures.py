@@ -1,0 +1,383 @@
+"""Every measure family of the reference against hand-computed and published values.
+
+Expected values are written as the arithmetic that produces them (``(1 + 2/3 + 3/5) / 4``), worked
+out by hand from the formulas in ``conformance/reference/formulas.py`` and DESIGN.md, or are
+numbers published elsewhere (quoted with their source). None is produced by the code under test.
+
+The main case (two queries, conventions at their defaults: linear gain, log2 discount, judged
+ideal, divide by k, ties by docid descending, relevant iff label >= 1)::
+
+    q1  rank: 1    2    3    4         5        judged, not retrieved: d6 (3), d7 (0)
+        doc:  d1   d2   d3   d4        d5       R = 4 (d1, d3, d5, d6)
+        lab:  1    0    2    unjudged  1
+    q2  rank: 1    2    3                       R = 1 (e3)
+        doc:  e1   e2   e3
+        lab:  0    0    1
+"""
+
+from __future__ import annotations
+
+import math
+from math import log2
+
+import pytest
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.errors import EvaluationError
+from conformance.measures import FAMILIES, Measure
+from conformance.reference import evaluate
+
+TOL = 1e-12
+
+QRELS_MAIN = [
+    ("q1", "d1", 1), ("q1", "d2", 0), ("q1", "d3", 2), ("q1", "d5", 1), ("q1", "d6", 3),
+    ("q1", "d7", 0),
+    ("q2", "e1", 0), ("q2", "e2", 0), ("q2", "e3", 1),
+]
+RUN_MAIN = [
+    ("q1", "d1", 5.0), ("q1", "d2", 4.0), ("q1", "d3", 3.0), ("q1", "d4", 2.0), ("q1", "d5", 1.0),
+    ("q2", "e1", 3.0), ("q2", "e2", 2.0), ("q2", "e3", 1.0),
+]
+
+# Ideal gains of q1 under the judged ideal: 3, 2, 1, 1, 0, 0.
+IDCG_Q1 = 3 + 2 / log2(3) + 1 / log2(4) + 1 / log2(5)
+IDCG3_Q1 = 3 + 2 / log2(3) + 1 / log2(4)
+DCG_Q1 = 1 / log2(2) + 0 + 2 / log2(4) + 0 + 1 / log2(6)
+
+
+def M(family, cutoff=None, alpha=None, **overrides):
+    return Measure(family, cutoff, tuple(overrides.items()), alpha)
+
+
+# (measure, q1 value, q2 value), each by hand from the picture in the module docstring.
+MAIN_EXPECTED = [
+    (M("P", 1), 1 / 1, 0 / 1),
+    (M("P", 3), 2 / 3, 1 / 3),
+    (M("P", 5), 3 / 5, 1 / 5),  # q2 retrieved 3 < 5 documents: still divided by 5
+    (M("P", 10), 3 / 10, 1 / 10),
+    (M("R", 1), 1 / 4, 0 / 1),
+    (M("R", 3), 2 / 4, 1 / 1),
+    (M("R", 5), 3 / 4, 1 / 1),
+    (M("R"), 3 / 4, 1 / 1),  # d6 is relevant but never retrieved
+    (M("F1", 1), 2 * (1 / 1) * (1 / 4) / (1 / 1 + 1 / 4), 0.0),
+    (M("F1", 3), 2 * (2 / 3) * (2 / 4) / (2 / 3 + 2 / 4), 2 * (1 / 3) * (1 / 1) / (1 / 3 + 1 / 1)),
+    (M("F1", 5), 2 * (3 / 5) * (3 / 4) / (3 / 5 + 3 / 4), 2 * (1 / 5) * (1 / 1) / (1 / 5 + 1 / 1)),
+    (M("Success", 1), 1.0, 0.0),
+    (M("Success", 2), 1.0, 0.0),
+    (M("Success", 3), 1.0, 1.0),
+    (M("Success"), 1.0, 1.0),
+    (M("RR"), 1 / 1, 1 / 3),
+    (M("RR", 2), 1 / 1, 0.0),  # rr_cutoff=honour: e3 at rank 3 is beyond the cutoff
+    (M("RR", 3), 1 / 1, 1 / 3),
+    (M("AP"), (1 / 1 + 2 / 3 + 3 / 5) / 4, (1 / 3) / 1),
+    (M("AP", 3), (1 / 1 + 2 / 3) / 4, (1 / 3) / 1),
+    (M("AP", 2), (1 / 1) / 4, 0.0),
+    (M("Rprec"), 2 / 4, 0 / 1),  # q1: d1 d2 d3 d4 hold 2 relevant; q2: e1 is not
+    (M("DCG"), DCG_Q1, 1 / log2(4)),
+    (M("DCG", 1), 1 / log2(2), 0.0),
+    (M("DCG", 3), 1 / log2(2) + 0 + 2 / log2(4), 1 / log2(4)),
+    (M("nDCG"), DCG_Q1 / IDCG_Q1, (1 / log2(4)) / 1),
+    (M("nDCG", 1), 1 / 3, 0 / 1),
+    (M("nDCG", 3), (1 + 2 / log2(4)) / IDCG3_Q1, (1 / log2(4)) / 1),
+    # T(a)@K = ((1 - a) n_p - a n_n) / K; d4 (unjudged) counts as non-relevant
+    (M("T", 3, alpha=0.25), (0.75 * 2 - 0.25 * 1) / 3, (0.75 * 1 - 0.25 * 2) / 3),
+    (M("T", 5, alpha=0.5), (0.5 * 3 - 0.5 * 2) / 5, (0.5 * 1 - 0.5 * 2) / 5),
+    (M("T", 10, alpha=0.5), (0.5 * 3 - 0.5 * 2) / 10, (0.5 * 1 - 0.5 * 2) / 10),
+    (M("T", 1, alpha=0.0), (1.0 * 1 - 0 * 0) / 1, (1.0 * 0 - 0 * 1) / 1),
+    # Fe@K = 2 n_K / (K + n_2K)
+    (M("Fe", 1), 2 * 1 / (1 + 1), 0.0),
+    (M("Fe", 2), 2 * 1 / (2 + 2), 0.0),
+    (M("Fe", 3), 2 * 2 / (3 + 3), 2 * 1 / (3 + 1)),
+    (M("Fe", 5), 2 * 3 / (5 + 3), 2 * 1 / (5 + 1)),
+    (M("NumQ"), 1, 1),
+    (M("NumRet"), 5, 3),
+    (M("NumRel"), 4, 1),
+    (M("NumRelRet"), 3, 1),
+]
+
+
+def evaluate_rows(qrels_rows, run_rows, measures, conventions=Conventions()):
+    return evaluate(Qrels.from_records(qrels_rows), Run.from_records(run_rows), measures, conventions)
+
+
+def _id(entry):
+    return entry[0].text
+
+
+def test_main_case_covers_every_family_with_and_without_cutoffs():
+    families = {m.family for m, _, _ in MAIN_EXPECTED}
+    assert families == set(FAMILIES)
+    for fam, (_, _, takes, needs) in FAMILIES.items():
+        forms = {m.cutoff is None for m, _, _ in MAIN_EXPECTED if m.family == fam}
+        if takes:
+            assert False in forms, f"{fam} has no example with a cutoff"
+        if not needs:
+            assert True in forms, f"{fam} has no example without a cutoff"
+
+
+@pytest.mark.parametrize("entry", MAIN_EXPECTED, ids=_id)
+def test_main_case_per_query(entry):
+    m, q1, q2 = entry
+    ev = evaluate_rows(QRELS_MAIN, RUN_MAIN, [m])
+    assert ev.qids.tolist() == ["q1", "q2"]
+    assert ev.values(m) == pytest.approx({"q1": q1, "q2": q2}, abs=TOL)
+    # no ties here: the upper end of the range is the value itself
+    assert ev.upper[m].tolist() == pytest.approx([q1, q2], abs=TOL)
+
+
+@pytest.mark.parametrize("entry", MAIN_EXPECTED, ids=_id)
+def test_main_case_aggregate(entry):
+    m, q1, q2 = entry
+    ev = evaluate_rows(QRELS_MAIN, RUN_MAIN, [m])
+    expected = q1 + q2 if m.family.startswith("Num") else (q1 + q2) / 2
+    assert ev.aggregate(m) == pytest.approx(expected, abs=TOL)
+
+
+def test_all_measures_in_one_call_match_the_table():
+    ms = [m for m, _, _ in MAIN_EXPECTED]
+    ev = evaluate_rows(QRELS_MAIN, RUN_MAIN, ms)
+    for m, q1, q2 in MAIN_EXPECTED:
+        assert ev.values(m) == pytest.approx({"q1": q1, "q2": q2}, abs=TOL), m.text
+
+
+# --------------------------------------------------------------------------------------------
+# Published numbers
+# --------------------------------------------------------------------------------------------
+
+# Relevance in rank order [3,2,0,2,0,3,0,1,0,1], scores 10..1 (the worked example used in many
+# nDCG tutorials; printed to 3 decimals): P@5 0.600, R@5 0.500, RR 1.000, nDCG@5 0.717 (linear),
+# 0.698 (exponential), nDCG 0.907 (linear).
+PUB_LABELS = [3, 2, 0, 2, 0, 3, 0, 1, 0, 1]
+PUB_QRELS = [("q", f"doc{i:02d}", lab) for i, lab in enumerate(PUB_LABELS)]
+PUB_RUN = [("q", f"doc{i:02d}", float(10 - i)) for i in range(10)]
+
+
+def _dcg(gains):
+    return sum(g / log2(i + 2) for i, g in enumerate(gains))
+
+
+PUBLISHED = [
+    (M("P", 5), 0.600, (1 + 1 + 0 + 1 + 0) / 5),
+    (M("R", 5), 0.500, 3 / 6),  # 6 relevant (labels 3,2,2,3,1,1), 3 in the top 5
+    (M("RR"), 1.000, 1 / 1),
+    (
+        M("nDCG", 5),
+        0.717,
+        (3 + 2 / log2(3) + 0 + 2 / log2(5) + 0)
+        / (3 + 3 / log2(3) + 2 / log2(4) + 2 / log2(5) + 1 / log2(6)),
+    ),
+    (
+        M("nDCG", 5, gain="exponential"),
+        0.698,
+        (7 + 3 / log2(3) + 0 + 3 / log2(5) + 0)
+        / (7 + 7 / log2(3) + 3 / log2(4) + 3 / log2(5) + 1 / log2(6)),
+    ),
+    (
+        M("nDCG"),
+        0.907,
+        _dcg([3, 2, 0, 2, 0, 3, 0, 1, 0, 1]) / _dcg([3, 3, 2, 2, 1, 1, 0, 0, 0, 0]),
+    ),
+]
+
+
+@pytest.mark.parametrize("entry", PUBLISHED, ids=_id)
+def test_published_ten_document_example(entry):
+    m, printed, arithmetic = entry
+    assert round(arithmetic, 3) == printed  # the arithmetic reproduces the published figure
+    value = evaluate_rows(PUB_QRELS, PUB_RUN, [m]).aggregate(m)
+    assert value == pytest.approx(arithmetic, abs=TOL)
+    assert round(value, 3) == printed
+
+
+# scikit-learn's ndcg_score docstring: y_true [[10, 0, 0, 1, 5]], y_score [[.1, .2, .3, 4, 70]]
+# -> 0.69569...; all scores tied ([[1, 1, 1, 1, 1]]) -> 0.69097... (tie-averaged). sklearn's
+# ideal is the list's own labels, gains linear.
+SK_TRUE = [10, 0, 0, 1, 5]
+SK_SCORE = [0.1, 0.2, 0.3, 4.0, 70.0]
+SK_CONV = Conventions(ideal="retrieved", ties="average")
+SK_IDCG = 10 / log2(2) + 5 / log2(3) + 1 / log2(4)
+
+
+def _sk_case(scores):
+    qrels = [("q", f"s{i}", lab) for i, lab in enumerate(SK_TRUE)]
+    run = [("q", f"s{i}", s) for i, s in enumerate(scores)]
+    return qrels, run
+
+
+def test_sklearn_docstring_ndcg():
+    # order by score: 70 (5), 4 (1), .3 (0), .2 (0), .1 (10)
+    arithmetic = (5 / log2(2) + 1 / log2(3) + 0 + 0 + 10 / log2(6)) / SK_IDCG
+    assert round(arithmetic, 6) == 0.695694
+    m = M("nDCG")
+    value = evaluate_rows(*_sk_case(SK_SCORE), [m], SK_CONV).aggregate(m)
+    assert value == pytest.approx(arithmetic, abs=TOL)
+    assert round(value, 6) == 0.695694
+
+
+def test_sklearn_docstring_ndcg_all_tied():
+    # one tied group of 5: every rank gets the mean gain 16/5
+    arithmetic = (16 / 5) * sum(1 / log2(i + 1) for i in range(1, 6)) / SK_IDCG
+    assert round(arithmetic, 6) == 0.690979
+    m = M("nDCG")
+    value = evaluate_rows(*_sk_case([1.0] * 5), [m], SK_CONV).aggregate(m)
+    assert value == pytest.approx(arithmetic, abs=TOL)
+    assert round(value, 6) == 0.690979
+
+
+@pytest.mark.parametrize(
+    "ties, expected",
+    [("docid_desc", (1.0, 1.0)), ("docid_asc", (0.0, 0.0)), ("average", (0.5, 0.5)),
+     ("unspecified", (0.0, 1.0))],
+)
+def test_ties_at_the_top(ties, expected):
+    # qrels {a: 0, b: 1}, both scored 1.0: b before a by docid descending, a before b ascending
+    m = M("P", 1)
+    ev = evaluate_rows([("q", "a", 0), ("q", "b", 1)], [("q", "a", 1.0), ("q", "b", 1.0)], [m],
+                       Conventions(ties=ties))
+    assert (ev.per_query[m][0], ev.upper[m][0]) == pytest.approx(expected, abs=TOL)
+
+
+@pytest.mark.parametrize(
+    "ideal, printed, arithmetic",
+    [
+        # DCG@3 of a (1), b (0), c (2): 1 + 0 + 2/log2(4) = 2
+        ("judged", 0.4200, 2 / (3 + 2 / log2(3) + 1 / log2(4))),  # ideal 3 (z), 2, 1
+        ("retrieved", 0.7602, 2 / (2 + 1 / log2(3) + 0)),  # ideal 2, 1, 0
+    ],
+)
+def test_relevant_document_not_retrieved(ideal, printed, arithmetic):
+    assert round(arithmetic, 4) == printed
+    m = M("nDCG", 3)
+    qrels = [("q", "a", 1), ("q", "b", 0), ("q", "c", 2), ("q", "z", 3)]
+    run = [("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)]
+    value = evaluate_rows(qrels, run, [m], Conventions(ideal=ideal)).aggregate(m)
+    assert value == pytest.approx(arithmetic, abs=TOL)
+    assert round(value, 4) == printed
+
+
+# --------------------------------------------------------------------------------------------
+# Edge cases of single families
+# --------------------------------------------------------------------------------------------
+
+
+def test_query_without_retrieved_documents_under_query_set_qrels():
+    # q2 is judged but absent from the run: every measure scores it as an empty list
+    qrels = [("q1", "a", 1), ("q2", "b", 1), ("q2", "c", 2)]
+    run = [("q1", "a", 1.0)]
+    ms = [M("P", 5), M("R"), M("RR"), M("AP"), M("nDCG", 10), M("DCG"), M("Success", 3),
+          M("Rprec"), M("F1", 2), M("T", 2, alpha=0.5), M("Fe", 2), M("NumRet"), M("NumRel"),
+          M("NumRelRet"), M("NumQ")]
+    ev = evaluate_rows(qrels, run, ms, Conventions(query_set="qrels"))
+    assert ev.qids.tolist() == ["q1", "q2"]
+    expected_q2 = {"NumRel": 2.0, "NumQ": 1.0}
+    for m in ms:
+        assert ev.values(m)["q2"] == expected_q2.get(m.family, 0.0), m.text
+
+
+def test_rprec_list_shorter_than_R():
+    # R = 3, only 2 retrieved (both relevant): 2 / 3 (k_beyond_list=k), 2 / 2 (min_k_n)
+    qrels = [("q", "a", 1), ("q", "b", 1), ("q", "c", 1)]
+    run = [("q", "a", 2.0), ("q", "b", 1.0)]
+    m = M("Rprec")
+    assert evaluate_rows(qrels, run, [m]).aggregate(m) == pytest.approx(2 / 3, abs=TOL)
+    got = evaluate_rows(qrels, run, [m], Conventions(k_beyond_list="min_k_n")).aggregate(m)
+    assert got == pytest.approx(2 / 2, abs=TOL)
+
+
+def test_measure_overrides_apply_to_one_measure_only():
+    # q: a (1), b (2) in that order; P(rel=2)@1 = 0 while P@1 = 1 in the same call
+    qrels = [("q", "a", 1), ("q", "b", 2)]
+    run = [("q", "a", 2.0), ("q", "b", 1.0)]
+    p1, p1_rel2 = M("P", 1), M("P", 1, relevance_threshold=2)
+    ndcg, ndcg_exp = M("nDCG"), M("nDCG", gain="exponential")
+    ev = evaluate_rows(qrels, run, [p1, p1_rel2, ndcg, ndcg_exp])
+    assert ev.aggregate(p1) == 1.0
+    assert ev.aggregate(p1_rel2) == 0.0
+    assert ev.aggregate(ndcg) == pytest.approx((1 + 2 / log2(3)) / (2 + 1 / log2(3)), abs=TOL)
+    assert ev.aggregate(ndcg_exp) == pytest.approx((1 + 3 / log2(3)) / (3 + 1 / log2(3)), abs=TOL)
+
+
+def test_fe_refuses_a_random_denominator_under_average():
+    # a tied group of one relevant and one non-relevant straddles K = 1: n_K is random
+    qrels = [("q", "a", 1), ("q", "b", 0)]
+    run = [("q", "a", 1.0), ("q", "b", 1.0)]
+    with pytest.raises(EvaluationError, match="ties=average"):
+        evaluate_rows(qrels, run, [M("Fe", 1)], Conventions(ties="average"))
+
+
+def test_fe_under_average_when_the_counts_are_fixed():
+    # group {a (1), b (1)} tied at the top, c (0) below: n_1 = 1 and n_2 = 2 in every order
+    qrels = [("q", "a", 1), ("q", "b", 1), ("q", "c", 0)]
+    run = [("q", "a", 2.0), ("q", "b", 2.0), ("q", "c", 1.0)]
+    m = M("Fe", 1)
+    got = evaluate_rows(qrels, run, [m], Conventions(ties="average")).aggregate(m)
+    assert got == pytest.approx(2 * 1 / (1 + 2), abs=TOL)
+
+
+@pytest.mark.parametrize(
+    "relevant, other, ties, expected",
+    [
+        ("d9", "d10", "docid_desc", 1 / 1),  # "d9" > "d10" byte-wise (not numerically)
+        ("d9", "d10", "docid_asc", 1 / 2),
+        ("Z", "a", "docid_asc", 1 / 1),  # "Z" (0x5A) < "a" (0x61): case matters
+        ("Z", "a", "docid_desc", 1 / 2),
+        ("\u00e9", "z", "docid_desc", 1 / 1),  # U+00E9 (bytes C3 A9) > "z" (0x7A)
+        ("\u00e9", "z", "docid_asc", 1 / 2),
+    ],
+)
+def test_docid_ties_are_bytewise(relevant, other, ties, expected):
+    m = M("RR")
+    qrels = [("q", relevant, 1), ("q", other, 0)]
+    for run in ([("q", relevant, 1.0), ("q", other, 1.0)], [("q", other, 1.0), ("q", relevant, 1.0)]):
+        got = evaluate_rows(qrels, run, [m], Conventions(ties=ties)).aggregate(m)
+        assert got == pytest.approx(expected, abs=TOL)
+
+
+def test_t_measure_alpha_bounds():
+    # one relevant, one non-relevant in the top 2: T(a)@2 = ((1 - a) - a) / 2
+    qrels = [("q", "a", 1), ("q", "b", 0)]
+    run = [("q", "a", 2.0), ("q", "b", 1.0)]
+    for alpha in (0.0, 0.3, 1.0):
+        m = M("T", 2, alpha=alpha)
+        got = evaluate_rows(qrels, run, [m]).aggregate(m)
+        assert got == pytest.approx(((1 - alpha) * 1 - alpha * 1) / 2, abs=TOL)
+
+
+def test_sum_measures_ignore_empty_query_rule():
+    # q2 has no relevant document; counts are sums, never skipped or filled
+    qrels = [("q1", "a", 1), ("q2", "b", 0)]
+    run = [("q1", "a", 1.0), ("q2", "b", 1.0), ("q2", "c", 0.5)]
+    ms = [M("NumQ"), M("NumRet"), M("NumRel"), M("NumRelRet")]
+    for rule in ("zero", "one", "nan", "skip", "raise"):
+        ev = evaluate_rows(qrels, run, ms, Conventions(empty_query=rule))
+        assert [ev.aggregate(m) for m in ms] == [2, 1 + 2, 1 + 0, 1 + 0], rule
+
+
+def test_ndcg_is_nan_free_when_everything_is_empty_under_zero():
+    qrels = [("q", "a", 0)]
+    run = [("q", "a", 1.0)]
+    ms = [M("nDCG"), M("DCG"), M("AP"), M("RR")]
+    ev = evaluate_rows(qrels, run, ms)
+    for m in ms:
+        assert ev.aggregate(m) == 0.0 and not math.isnan(ev.aggregate(m))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_no_scored_query_gives_empty_per_query_arrays(family):
+    # the run's only query (q2) is not judged and the judged one (q1) is not in the run: under
+    # query_set=run nothing is scored; a mean is NaN (no query counts), a sum is 0
+    qrels = [("q1", "a", 1)]
+    run = [("q2", "b", 1.0)]
+    m = Measure(family, 2 if FAMILIES[family][3] else None, (), 0.5 if family == "T" else None)
+    ev = evaluate_rows(qrels, run, [m])
+    assert ev.qids.tolist() == []
+    assert ev.per_query[m].shape == (0,)
+    assert ev.upper[m].shape == (0,)
+    assert ev.counted[m].shape == (0,)
+    assert ev.values(m) == {}
+    agg = ev.aggregate(m)
+    if m.aggregate == "sum":
+        assert agg == 0.0
+    else:
+        assert math.isnan(agg)
