@@ -176,6 +176,12 @@ def test_ndcg_empty_when_labels_sum_to_zero():
     v = value("nDCG", [-1, 2], [2.0, 1.0])
     assert v == pytest.approx((-1 + 2 / L2_3) / (2 - 1 / L2_3), abs=TOL)
     assert NDCG_PROFILE.negative_labels == "keep"
+    # a negative ideal is not empty: it is divided through. Labels [-1, 0] tied: the group's
+    # mean gain -1/2 over both discounts, against the ideal 0 - 1/log2 3
+    v = value("nDCG", [-1, 0], [0.5, 0.5])
+    assert v == pytest.approx((-0.5 * (1 + 1 / L2_3)) / (-1 / L2_3), abs=TOL)
+    assert v > 1
+    assert value("nDCG", [-1], [0.5]) == 1.0
 
 
 def test_ndcg_fractional_labels_used_as_they_are():

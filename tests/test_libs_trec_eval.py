@@ -324,12 +324,31 @@ def test_query_with_only_negative_labels_isolated():
     assert not adapter.needs_isolation(Qrels.from_records([("q", "a", -1), ("q", "b", 0)]))
 
 
+def test_query_with_only_negative_labels_can_crash_pytrec_eval():
+    # smallest case found by the differential tests: SIGSEGV in a fresh process, every time
+    import subprocess
+    import sys
+
+    code = ("import pytrec_eval; pytrec_eval.RelevanceEvaluator({'q1': {'d1': -2}, 'q2': {'d1': 0}},"
+            " ['recip_rank']).evaluate({'q2': {'d1': 0.0}, 'q1': {'d1': 0.0}})")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert done.returncode == -11, done  # SIGSEGV
+    lv = run_entry("RR", [("q1", "d1", -2), ("q2", "d1", 0)], [("q2", "d1", 0.0), ("q1", "d1", 0.0)])
+    assert lv.error is not None and "crashed (exit status -11)" in lv.error
+
+
 def test_isolated_call_returns_the_values():
     import conformance.libs.trec_eval as adapter
 
     big = adapter.ISOLATE_ABOVE + 1
     lv = run_entry("P@1", [("q", "a", float(big)), ("q", "b", 0)], [("q", "a", 2.0), ("q", "b", 1.0)])
     assert lv.per_query == {"q": 1.0} and lv.mean == 1.0
+
+
+def test_profile_is_trec_eval_with_labels_refused():
+    from conformance.conventions import TREC_EVAL
+
+    assert PROFILE.differing_axes(TREC_EVAL) == ["label_type"]
 
 
 def test_supports():

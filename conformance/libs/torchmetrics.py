@@ -58,8 +58,10 @@ and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics
 - not described by any axis (findings, see the tests): AP, RR, P and R treat a document whose
   score is <= 0 as not relevant (``torch.where(preds > 0, target, 0)``; HitRate, RPrecision and
   nDCG do not), and R's denominator still counts it; nDCG calls a query empty when its labels
-  *sum* to 0, so labels [2, -2] ranked perfectly score 0 under 'neg', not 1; under 'skip', when
-  every query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined.
+  *sum* to 0 (``not mini_target.sum()``), not when its ideal DCG is <= 0: labels [2, -2] ranked
+  perfectly score 0 under 'neg' (the ideal is 0.738), and a list whose ideal DCG is negative is
+  divided through (live: labels [-1, 0] tied score 1.2925, above 1); under 'skip', when every
+  query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined.
 """
 
 from __future__ import annotations
