@@ -333,10 +333,6 @@ def _warnings(result: _Result) -> None:
         )
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 # ---------------------------------------------------------------------------------------------
 # conformance run: every library entry beside the reference, every disagreement explained
 # ---------------------------------------------------------------------------------------------
@@ -488,3 +484,7 @@ def libs_command(fmt):
         for axis in AXES:
             click.echo(axis.ljust(axis_w)
                        + "".join(r["profile"][axis].ljust(col_w[r["entry"]]) for r in block))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
