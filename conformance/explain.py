@@ -10,6 +10,15 @@ by size, then in axis order, so the first found is minimal.
 Before any pair is explained, each entry is checked against its own profile: an entry whose
 values the reference does not reproduce under its profile is UNEXPLAINED, and so is a pair for
 which no subset of D works. Those are findings: a wrong profile, a missing axis or a library bug.
+A class of agreeing entries is represented by its first entry that matches its own profile; when
+none does, its disagreements are UNEXPLAINED without a search (an explanation that starts from a
+profile the library does not follow would name the wrong axes).
+
+Cost. One case asks the reference for the same (conventions, measure) many times: every entry's
+own-profile check, and every subset of every pair's search, for every measure. A
+:class:`Reference` holds one case's predictions, memoised by the measure's effective conventions,
+so each distinct convention set is evaluated once per case and measure, however many entries and
+pairs ask for it.
 """
 
 from __future__ import annotations
@@ -38,12 +47,38 @@ class Expected:
     error: str | None = None
 
 
-def predict(prep: Prepared, measure: Measure, conv: Conventions) -> Expected:
+def predict(prep: "Prepared | Reference", measure: Measure, conv: Conventions) -> Expected:
+    """The reference's prediction for ``measure`` under ``conv`` (memoised when ``prep`` is a
+    :class:`Reference`)."""
+    if isinstance(prep, Reference):
+        return prep.predict(measure, conv)
     try:
         ev = evaluate(prep, None, [measure], conv)
     except EvaluationError as exc:
         return Expected(error=str(exc))
     return Expected(ranges=ev.ranges(measure))
+
+
+class Reference:
+    """The reference on one case: predictions memoised per (effective conventions, measure).
+
+    The key is ``measure.conventions(conv)``, not ``conv``: the reference reads only the
+    measure's effective conventions, so profiles that differ only on an axis the measure's name
+    fixes share one evaluation. ``evaluations`` counts the reference calls actually made.
+    """
+
+    def __init__(self, prep: Prepared) -> None:
+        self.prep = prep
+        self._memo: dict[tuple[Conventions, Measure], Expected] = {}
+        self.evaluations = 0
+
+    def predict(self, measure: Measure, conv: Conventions) -> Expected:
+        key = (measure.conventions(conv), measure)
+        hit = self._memo.get(key)
+        if hit is None:
+            self.evaluations += 1
+            hit = self._memo[key] = predict(self.prep, measure, key[0])
+        return hit
 
 
 def matches(expected: Expected, got: LibraryValues, tol: float) -> bool:
@@ -94,7 +129,7 @@ class Explanation:
         }
 
 
-def explain_pair(prep: Prepared, measure: Measure, name_a: str, prof_a: Conventions,
+def explain_pair(prep: "Prepared | Reference", measure: Measure, name_a: str, prof_a: Conventions,
                  name_b: str, prof_b: Conventions, got_b: LibraryValues, tol: float,
                  ) -> Explanation:
     """The smallest set of axes that, switched from A's profile to B's, gives B's output."""
@@ -158,21 +193,25 @@ def _mean(lv: LibraryValues) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def compare(case_name: str, prep: Prepared, measure: Measure,
+def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
             outputs: dict[str, tuple[Conventions, float, LibraryValues]],
             tol_override: float | None = None) -> Comparison:
     """Compare entries' outputs on one case and measure, and explain each disagreement.
 
     ``outputs``: entry name -> (its declared profile for this measure, its tolerance, output).
-    Entries are processed in the order given.
+    Entries are processed in the order given. ``prep`` may be a :class:`Reference` shared by
+    every measure of the case (then its memo is shared too).
     """
+    ref = prep if isinstance(prep, Reference) else Reference(prep)
     names = list(outputs)
     tol_of = {n: (tol_override if tol_override is not None else outputs[n][1]) for n in names}
     unexplained: list[dict] = []
+    faithful: dict[str, bool] = {}
     for n in names:
         prof, _, got = outputs[n]
-        exp = predict(prep, measure, prof)
-        if not matches(exp, got, tol_of[n]):
+        exp = ref.predict(measure, prof)
+        faithful[n] = matches(exp, got, tol_of[n])
+        if not faithful[n]:
             unexplained.append({
                 "entry": n,
                 "reason": "does not match its own profile",
@@ -190,11 +229,29 @@ def compare(case_name: str, prep: Prepared, measure: Measure,
         else:
             classes.append([n])
 
+    def representative(cls: list[str]) -> str | None:
+        # any member will do for the values (they agree); the search needs one whose profile
+        # the reference follows
+        return next((n for n in cls if faithful[n]), None)
+
     explanations: list[Explanation] = []
     for ca, cb in itertools.combinations(classes, 2):
-        a, b = ca[0], cb[0]
+        a, b = representative(ca), representative(cb)
+        if a is None or b is None:
+            a, b = a or ca[0], b or cb[0]
+            stray = [c[0] for c, r in ((ca, representative(ca)), (cb, representative(cb)))
+                     if r is None]
+            differing = outputs[a][0].differing_axes(outputs[b][0])
+            explanations.append(Explanation((a, b), None, {}, differing))
+            unexplained.append({
+                "between": [a, b],
+                "reason": (f"{stray[0]} does not match its own profile" if len(stray) == 1
+                           else f"{stray[0]} and {stray[1]} do not match their own profiles"),
+                "differing_axes": differing,
+            })
+            continue
         tol = max(tol_of[a], tol_of[b])
-        e = explain_pair(prep, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2], tol)
+        e = explain_pair(ref, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2], tol)
         explanations.append(e)
         if e.axes is None:
             unexplained.append({
@@ -227,4 +284,4 @@ def _describe_expected(exp: Expected) -> dict:
     return {"per_query": {q: [_json_number(lo), _json_number(hi)] for q, (lo, hi) in sorted(exp.ranges.items())}}
 
 
-__all__ = ["AXES", "Comparison", "Explanation", "compare", "explain_pair", "predict", "matches", "agree"]
+__all__ = ["AXES", "Comparison", "Explanation", "Reference", "compare", "explain_pair", "predict", "matches", "agree"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from conformance.data import Qrels, Run
-from conformance.explain import Comparison, compare
+from conformance.explain import Comparison, Reference, compare
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 from conformance.reference.prepare import Prepared
@@ -75,7 +75,8 @@ def run_entries(
                                             for e in entries})
     live = [e for e in entries if available[e.name]]
     for subject in subjects:
-        prep = Prepared(subject.qrels, subject.run)
+        # one join and one memo of reference predictions per case, shared by every measure
+        prep = Reference(Prepared(subject.qrels, subject.run))
         outputs: dict[str, dict[Measure, LibraryValues]] = {}
         for e in live:
             wanted = [m for m in subject.measures if e.supports(m)]

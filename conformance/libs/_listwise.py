@@ -33,8 +33,29 @@ class RankedList:
     scores: np.ndarray  # float64, aligned with labels
 
 
-def ranked_lists(qrels: Qrels, run: Run) -> list[RankedList]:
-    """The per-query lists a list-wise library is given, sorted by query id."""
+# The lists of the last few (qrels, run) pairs, by identity: every list-wise entry asks for the
+# same pair once per measure, and the pandas join below costs far more than the libraries' own
+# work on a small case. Entries hold the objects themselves, so an id is never reused while its
+# lists are cached; the arrays are read-only so no adapter can change what the next one sees.
+_CACHE_SIZE = 4
+_cache: list[tuple[Qrels, Run, tuple[RankedList, ...]]] = []
+
+
+def ranked_lists(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
+    """The per-query lists a list-wise library is given, sorted by query id (cached per pair:
+    treat the arrays as read-only)."""
+    for i, (q, r, lists) in enumerate(_cache):
+        if q is qrels and r is run:
+            if i:
+                _cache.insert(0, _cache.pop(i))
+            return lists
+    lists = _build(qrels, run)
+    _cache.insert(0, (qrels, run, lists))
+    del _cache[_CACHE_SIZE:]
+    return lists
+
+
+def _build(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
     rows = pd.DataFrame(
         {"q": run.query_ids(), "d": run.doc_ids(), "score": run.score, "order": np.arange(len(run))}
     )
@@ -45,14 +66,12 @@ def ranked_lists(qrels: Qrels, run: Run) -> list[RankedList]:
     joined = joined.sort_values(["q", "order"], kind="stable")
     out = []
     for qid, group in joined.groupby("q", sort=True):
-        out.append(
-            RankedList(
-                str(qid),
-                group["label"].fillna(0.0).to_numpy(dtype=np.float64),
-                group["score"].to_numpy(dtype=np.float64),
-            )
-        )
-    return out
+        labels = group["label"].fillna(0.0).to_numpy(dtype=np.float64, copy=True)
+        scores = group["score"].to_numpy(dtype=np.float64, copy=True)
+        labels.flags.writeable = False
+        scores.flags.writeable = False
+        out.append(RankedList(str(qid), labels, scores))
+    return tuple(out)
 
 
 def parse_version(text: str | None) -> tuple[int, ...]:

@@ -154,7 +154,10 @@ class XGBoostEntry(Entry):
     def _native(self, xgboost, metric: str, groups) -> float:
         labels = np.concatenate([g[0] for g in groups])
         scores = np.concatenate([g[1] for g in groups])
-        dm = xgboost.DMatrix(np.zeros((labels.size, 1)), label=labels, base_margin=scores)
+        # nthread=1: the default thread pool costs ~40 ms CPU per tiny DMatrix (measured), more
+        # than the evaluation itself
+        dm = xgboost.DMatrix(np.zeros((labels.size, 1)), label=labels, base_margin=scores,
+                             nthread=1)
         dm.set_group([len(g[0]) for g in groups])
         params = {"objective": "rank:ndcg", "eval_metric": metric, "nthread": 1}
         if not self.exp_gain:
