@@ -423,9 +423,11 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
 def _run_with_progress(run_entries, entries, subjects, tol, quiet):
     if quiet or not sys.stderr.isatty():
         return run_entries(entries, subjects, tol)
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True, console=None) as progress:
+    # stderr: stdout carries the summary, which may be piped or compared
+    with Progress(transient=True, console=Console(stderr=True)) as progress:
         task = progress.add_task("cases", total=len(subjects))
         return run_entries(entries, subjects, tol,
                            progress=lambda name: progress.update(task, advance=1, description=name))

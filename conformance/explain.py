@@ -4,8 +4,10 @@ For one case and one measure, each entry gave per-query values (or an error). Tw
 *agree* when they return the same queries with values within tolerance, or both fail. For each
 pair of disagreeing entries A and B, let D be the axes on which their declared profiles differ.
 The explanation is the smallest subset S of D such that the reference under A's profile with the
-axes of S switched to B's values gives B's values (or fails where B failed). Subsets are tried
-by size, then in axis order, so the first found is minimal.
+axes of S switched to B's values gives B's values (or fails where B failed), and B's profile with
+S switched back gives A's values (the second half matters when a profile predicts a range, see
+:func:`explain_pair`). Subsets are tried by size, then in axis order, so the first found is
+minimal.
 
 Before any pair is explained, each entry is checked against its own profile: an entry whose
 values the reference does not reproduce under its profile is UNEXPLAINED, and so is a pair for
@@ -26,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from conformance.conventions import AXES, Conventions, format_value
 from conformance.errors import EvaluationError
@@ -64,13 +67,36 @@ class Reference:
 
     The key is ``measure.conventions(conv)``, not ``conv``: the reference reads only the
     measure's effective conventions, so profiles that differ only on an axis the measure's name
-    fixes share one evaluation. ``evaluations`` counts the reference calls actually made.
+    fixes share one evaluation. :meth:`prefetch` evaluates many measures under one convention
+    set in one call (they share the ranking): the runner uses it for the entries' own profiles,
+    which are asked for on every measure an entry supports. A miss in :meth:`predict` (the
+    subsets of a search) evaluates the one measure asked for: evaluating the case's other
+    measures too would mostly be wasted, since a search rarely visits the same subset twice.
+    ``evaluations`` counts the reference calls actually made.
     """
 
     def __init__(self, prep: Prepared) -> None:
         self.prep = prep
         self._memo: dict[tuple[Conventions, Measure], Expected] = {}
         self.evaluations = 0
+
+    def prefetch(self, measures: Sequence[Measure], conv: Conventions) -> None:
+        """Memoise ``measures`` under ``conv`` in one reference call. When that call fails (a
+        convention refuses the input for one measure), each is evaluated alone, so one
+        measure's error never stands for another's."""
+        todo = [m for m in dict.fromkeys(measures) if (m.conventions(conv), m) not in self._memo]
+        if len(todo) > 1:
+            self.evaluations += 1
+            try:
+                ev = evaluate(self.prep, None, todo, conv)
+            except EvaluationError:
+                pass
+            else:
+                for m in todo:
+                    self._memo[(m.conventions(conv), m)] = Expected(ranges=ev.ranges(m))
+                return
+        for m in todo:
+            self.predict(m, conv)
 
     def predict(self, measure: Measure, conv: Conventions) -> Expected:
         key = (measure.conventions(conv), measure)
@@ -131,20 +157,32 @@ class Explanation:
 
 def explain_pair(prep: "Prepared | Reference", measure: Measure, name_a: str, prof_a: Conventions,
                  name_b: str, prof_b: Conventions, got_b: LibraryValues, tol: float,
-                 ) -> Explanation:
-    """The smallest set of axes that, switched from A's profile to B's, gives B's output."""
+                 got_a: LibraryValues | None = None) -> Explanation:
+    """The smallest set of axes that, switched from A's profile to B's, gives B's output.
+
+    With ``got_a`` the set must also work backwards: B's profile with those axes switched back
+    to A's values gives A's output. That matters where a profile predicts a range
+    (``ties=unspecified``): A's range may already hold B's value, and then switching any axis
+    the measure ignores would "explain" the pair; going back from B's point to A's value needs
+    the axis that actually separates them.
+    """
     differing = prof_a.differing_axes(prof_b)
     if len(differing) <= MAX_DIFFERING_AXES:
         for size in range(1, len(differing) + 1):
             for subset in itertools.combinations(differing, size):
                 conv = prof_a.replace(**{ax: getattr(prof_b, ax) for ax in subset})
-                if matches(predict(prep, measure, conv), got_b, tol):
-                    return Explanation(
-                        (name_a, name_b), list(subset),
-                        {ax: (format_value(getattr(prof_a, ax)), format_value(getattr(prof_b, ax)))
-                         for ax in subset},
-                        differing,
-                    )
+                if not matches(predict(prep, measure, conv), got_b, tol):
+                    continue
+                if got_a is not None:
+                    back = prof_b.replace(**{ax: getattr(prof_a, ax) for ax in subset})
+                    if not matches(predict(prep, measure, back), got_a, tol):
+                        continue
+                return Explanation(
+                    (name_a, name_b), list(subset),
+                    {ax: (format_value(getattr(prof_a, ax)), format_value(getattr(prof_b, ax)))
+                     for ax in subset},
+                    differing,
+                )
     return Explanation((name_a, name_b), None, {}, differing)
 
 
@@ -251,7 +289,8 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
             })
             continue
         tol = max(tol_of[a], tol_of[b])
-        e = explain_pair(ref, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2], tol)
+        e = explain_pair(ref, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2], tol,
+                         outputs[a][2])
         explanations.append(e)
         if e.axes is None:
             unexplained.append({

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from conformance.conventions import Conventions
 from conformance.data import Qrels, Run
 from conformance.explain import Comparison, Reference, compare
 from conformance.libs.base import Entry, LibraryValues
@@ -78,10 +79,15 @@ def run_entries(
         # one join and one memo of reference predictions per case, shared by every measure
         prep = Reference(Prepared(subject.qrels, subject.run))
         outputs: dict[str, dict[Measure, LibraryValues]] = {}
+        own: dict[Conventions, list[Measure]] = {}  # each entry's profile -> its measures
         for e in live:
             wanted = [m for m in subject.measures if e.supports(m)]
             if wanted:
                 outputs[e.name] = e.evaluate(subject.qrels, subject.run, wanted)
+                for m in outputs[e.name]:
+                    own.setdefault(e.profile(m), []).append(m)
+        for conv, measures in own.items():
+            prep.prefetch(measures, conv)
         for m in subject.measures:
             per_entry = {
                 e.name: (e.profile(m), e.tolerance, outputs[e.name][m])

@@ -47,6 +47,8 @@ Facts behind the profiles (XGBoost 3.2.0: ``src/metric/rank_metric.cc`` ``EvalND
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from conformance.conventions import Conventions
@@ -98,15 +100,7 @@ class XGBoostEntry(Entry):
         self.plain = plain
 
     def version(self) -> str | None:
-        # the package is published as xgboost-cpu (no CUDA) or xgboost; either is the library
-        import importlib.metadata
-
-        for dist in ("xgboost-cpu", "xgboost"):
-            try:
-                return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return None
+        return _installed_version()
 
     def _profile(self, version: str | None = None) -> Conventions:
         """The profile for XGBoost ``version`` (the installed one by default)."""
@@ -169,6 +163,20 @@ class XGBoostEntry(Entry):
             if key == f"eval-{metric}":
                 return float(value)
         raise RuntimeError(f"XGBoost's evaluation {text!r} has no eval-{metric}")
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_version() -> str | None:
+    # the package is published as xgboost-cpu (no CUDA) or xgboost; either is the library.
+    # Cached: every supports()/profile() call reads it, and a metadata lookup costs ~4 ms.
+    import importlib.metadata
+
+    for dist in ("xgboost-cpu", "xgboost"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 ENTRIES: list[Entry] = [
