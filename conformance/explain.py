@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -303,7 +304,8 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
         metric=measure.text,
         values={n: _mean(outputs[n][2]) for n in names},
         per_query={n: dict(outputs[n][2].per_query) for n in names},
-        errors={n: outputs[n][2].error for n in names if outputs[n][2].error is not None},
+        errors={n: stable_error(outputs[n][2].error) for n in names
+                if outputs[n][2].error is not None},
         classes=classes,
         explanations=explanations,
         unexplained=unexplained,
@@ -311,9 +313,22 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
     )
 
 
+_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{8,}")
+
+
+def stable_error(text: str) -> str:
+    """A library's error text without what changes from run to run, so identical input gives
+    identical reports: XGBoost prefixes the time of day ("[03:48:35] ") and appends a native
+    stack trace with load addresses; any other long hex address becomes "0x...". The message
+    itself is kept whole."""
+    text = text.split("\nStack trace:", 1)[0].rstrip()
+    return _ADDRESS.sub("0x...", _CLOCK.sub("", text))
+
+
 def _describe(got: LibraryValues) -> dict:
     if got.error is not None:
-        return {"error": got.error}
+        return {"error": stable_error(got.error)}
     return {"per_query": {q: _json_number(v) for q, v in sorted(got.per_query.items())}}
 
 
