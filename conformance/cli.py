@@ -333,10 +333,6 @@ def _warnings(result: _Result) -> None:
         )
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 # ---------------------------------------------------------------------------------------------
 # conformance run: every library entry beside the reference, every disagreement explained
 # ---------------------------------------------------------------------------------------------
@@ -488,3 +484,14 @@ def libs_command(fmt):
         for axis in AXES:
             click.echo(axis.ljust(axis_w)
                        + "".join(r["profile"][axis].ljust(col_w[r["entry"]]) for r in block))
+
+
+from conformance import cli_paper as _cli_paper  # noqa: E402,F401
+
+
+if __name__ == "__main__":  # pragma: no cover
+    # Under `python -m conformance.cli` this file runs as __main__, while other modules (such
+    # as cli_paper) register their commands on the importable conformance.cli.main: run that.
+    from conformance.cli import main as _package_main
+
+    _package_main()
