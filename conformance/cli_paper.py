@@ -11,6 +11,7 @@ reported value that is not ``MEASURE=NUMBER``, an unknown measure, a percentage 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -79,8 +80,11 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
     from conformance.cli import _describe, _select_entries
 
     percent = not no_percent
-    if digits is not None and digits < 0:
-        raise ConformanceError(f"--digits must be 0 or more, got {digits}")
+    if digits is not None and not 0 <= digits <= paper.MAX_DIGITS:
+        raise ConformanceError(f"--digits must be between 0 and {paper.MAX_DIGITS}, got {digits}")
+    if json_path and not os.path.isdir(os.path.dirname(os.path.abspath(json_path))):
+        # fail before the sweep, not after it
+        raise ConformanceError(f"--json {json_path}: the directory does not exist")
     reported = [paper.parse_reported(t, digits=digits, percent=percent) for t in reported_texts]
     if not reported and not per_query_path:
         raise ConformanceError(

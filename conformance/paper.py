@@ -108,6 +108,9 @@ from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segmen
 # Reported values
 # --------------------------------------------------------------------------------------------
 
+# More printed decimals than a float64 holds say nothing more (and keep Decimal in range).
+MAX_DIGITS = 17
+
 # Families whose values are not fractions: a number above 1 is never a percentage for them.
 UNBOUNDED = {"DCG", "NumQ", "NumRet", "NumRel", "NumRelRet"}
 
@@ -210,9 +213,11 @@ def reported_value(measure: Measure, number: str, *, digits: int | None = None,
         raise ReportedError(f"reported value {where!r}: {number.strip()!r} is not a number") from None
     if not dec.is_finite():
         raise ReportedError(f"reported value {where!r}: the value must be a finite number")
-    if digits is not None and digits < 0:
-        raise ReportedError(f"--digits must be 0 or more, got {digits}")
+    if digits is not None and not 0 <= digits <= MAX_DIGITS:
+        raise ReportedError(f"--digits must be between 0 and {MAX_DIGITS}, got {digits}")
     shown = max(0, -int(dec.as_tuple().exponent))
+    if digits is None and shown > MAX_DIGITS:
+        raise ReportedError(f"reported value {where!r}: more than {MAX_DIGITS} decimals")
     places = shown if digits is None else digits
     half = Decimal(5).scaleb(-places - 1)
     bounded = measure.family not in UNBOUNDED
@@ -278,8 +283,13 @@ def read_reported_per_query(path: str | os.PathLike, *, digits: int | None = Non
     with the wrong number of fields or a value that is not a number is an error naming the line.
     """
     source = os.fspath(path)
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        raw = fh.read().splitlines()
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        raw = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(source, f"not UTF-8 text (byte {data[exc.start]:#04x})",
+                         data.count(b"\n", 0, exc.start) + 1) from None
     out = PerQueryFile([], source)
     parsed: dict[str, Measure | None] = {}
     unknown: set[str] = set()
