@@ -86,11 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     singles, sweeps, singles_cpu, sweeps_cpu = [], [], [], []
     sweep = None
     rss_loaded = _peak_rss_mb()
+    rss_single = None
     for _ in range(args.repeat):
         t0, c0 = time.perf_counter(), time.process_time()
         evaluate(qrels, run, single_measure, TREC_EVAL)
         t1, c1 = time.perf_counter(), time.process_time()
-        rss_single = _peak_rss_mb()
+        if rss_single is None:  # before any sweep has run
+            rss_single = _peak_rss_mb()
         sweep = None  # let the previous sweep go before the next one is built
         sweep = Sweep(Prepared(qrels, run), measures)
         t2, c2 = time.perf_counter(), time.process_time()

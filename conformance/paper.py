@@ -64,7 +64,14 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    once over every judged query, and each (empty rule, query set) pair is a mean over a
    selection of them, as ``Evaluation.aggregate`` takes it;
 6. aliases orderings that cannot differ on this input: float32 is float64 when narrowing merges
-   no scores; every tie rule is one when no two scores of a query are equal.
+   no scores; every tie rule is one when no two scores of a query are equal;
+7. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
+   (``_LOOP_FIRST``), so each ``Ranked`` is used in one stretch and only ``RANKED_CACHE`` of
+   them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).
+
+Cost, measured by ``benchmarks/bench_paper.py`` (1,000 queries x 1,000 documents, CPU time):
+the nDCG@10 sweep ~2.7 single evaluations; AP (whole lists, re-ranked per tie rule, depth and
+threshold) ~8; nDCG@10 + AP + P@10 together ~11.
 
 The measures' own arithmetic is always the reference's (``FORMULAS`` over ``rank`` output), so
 every combination's value equals ``evaluate()`` with that combination; the tests check a sample
