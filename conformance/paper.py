@@ -91,7 +91,6 @@ Both are reported; a live value that its profile does not predict is flagged as 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import itertools
 import math
 import os
@@ -105,7 +104,7 @@ import numpy as np
 from conformance.conventions import AXES, TREC_EVAL10, Conventions, format_value
 from conformance.data import Qrels, Run
 from conformance.errors import ConformanceError, EvaluationError, InputError
-from conformance.measures import FAMILIES, Measure, MeasureError, parse_measure
+from conformance.measures import Measure, MeasureError, parse_measure
 from conformance.reference import evaluate
 from conformance.reference.formulas import FORMULAS, Context
 from conformance.reference.prepare import Prepared, transform_labels
