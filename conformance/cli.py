@@ -488,5 +488,12 @@ def libs_command(fmt):
                        + "".join(r["profile"][axis].ljust(col_w[r["entry"]]) for r in block))
 
 
+from conformance import cli_paper as _cli_paper  # noqa: E402,F401
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Under `python -m conformance.cli` this file runs as __main__, while other modules (such
+    # as cli_paper) register their commands on the importable conformance.cli.main: run that.
+    from conformance.cli import main as _package_main
+
+    _package_main()

@@ -1,0 +1,141 @@
+"""``conformance check-paper``: which conventions and libraries reproduce the values a paper reports.
+
+Registered on ``conformance.cli.main`` (``cli.py`` imports this module at its end). The engine is
+``conformance.paper``; this module reads the options, loads the inputs, shows progress and
+writes the answer: the plain-text summary on stdout, ``--json OUT`` the full answer with sorted
+keys (identical input, identical bytes), ``--html OUT`` the HTML report.
+
+Exit status: 0 when the check ran (whatever the verdict), 2 on bad input (an unreadable file, a
+reported value that is not ``MEASURE=NUMBER``, an unknown measure, a percentage above 100%).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from conformance.cli import main, reports_errors
+from conformance.errors import ConformanceError
+
+
+def _html_writer():
+    """``conformance.report.html.write_paper``, or a clear error while it does not exist yet."""
+    try:
+        from conformance.report import html as report_html
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("conformance.report", "conformance.report.html"):
+            raise
+        report_html = None
+    write = getattr(report_html, "write_paper", None)
+    if write is None:
+        # TODO: remove once conformance.report.html.write_paper(result, path) exists.
+        raise ConformanceError(
+            "--html: the check-paper HTML report is not yet available "
+            "(conformance.report.html.write_paper does not exist yet); use --json for now"
+        )
+    return write
+
+
+@main.command("check-paper")
+@click.option("--qrels", "qrels_path", required=True, metavar="FILE", help="Relevance judgments.")
+@click.option("--run", "run_path", required=True, metavar="FILE", help="The run the paper evaluated.")
+@click.option(
+    "--reported", "reported_texts", multiple=True, metavar="MEASURE=VALUE",
+    help="A value the paper reports, as printed: nDCG@10=0.4312, AP=27.10 (a percentage), "
+    "'P(rel=2)@5=0.31'; repeatable. The printed decimals set the rounding interval.",
+)
+@click.option(
+    "--reported-per-query", "per_query_path", metavar="FILE",
+    help="Per-query values in trec_eval -q format (measure qid value), matched query by query; "
+    "'all' lines are aggregates.",
+)
+@click.option("--digits", type=int, default=None, metavar="N",
+              help="Decimals the paper printed, overriding what each value shows.")
+@click.option("--no-percent", is_flag=True,
+              help="Read values above 1 as they are, not as percentages.")
+@click.option("--libs", default="all", show_default=True, metavar="all|NAME,NAME",
+              help="Library entries to check: 'all', entry names or library names.")
+@click.option("--no-live", is_flag=True,
+              help="Do not run the installed libraries; judge entries by their declared profiles.")
+@click.option("--json", "json_path", metavar="OUT", help="Write the full answer as JSON.")
+@click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--quiet", is_flag=True, help="No progress, row counts or warnings on stderr.")
+@reports_errors
+def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
+                        libs, no_live, json_path, html_path, quiet):
+    """Which convention sets and library entries reproduce the values a paper reports?
+
+    Sweeps every combination of the conventions that can change the reported measures (gain,
+    discount, ideal, tie rule, score precision, relevance threshold, depth, empty queries, query
+    set, ...), keeps those that give every reported value within its rounding interval, and
+    checks each library entry, live where installed.
+
+    Example: conformance check-paper --qrels qrels.txt --run run.txt --reported nDCG@10=0.4312
+    --reported AP=27.10
+    """
+    from conformance import io as cio
+    from conformance import paper
+    from conformance.cli import _describe, _select_entries
+
+    percent = not no_percent
+    if digits is not None and not 0 <= digits <= paper.MAX_DIGITS:
+        raise ConformanceError(f"--digits must be between 0 and {paper.MAX_DIGITS}, got {digits}")
+    if json_path and not os.path.isdir(os.path.dirname(os.path.abspath(json_path))):
+        # fail before the sweep, not after it
+        raise ConformanceError(f"--json {json_path}: the directory does not exist")
+    reported = [paper.parse_reported(t, digits=digits, percent=percent) for t in reported_texts]
+    if not reported and not per_query_path:
+        raise ConformanceError(
+            "nothing to check: give --reported MEASURE=VALUE (such as nDCG@10=0.4312) or "
+            "--reported-per-query FILE"
+        )
+    write_html = _html_writer() if html_path else None
+    entries = _select_entries(libs)
+    per_query = (paper.read_reported_per_query(per_query_path, digits=digits, percent=percent)
+                 if per_query_path else None)
+    qrels = cio.load_qrels(qrels_path)
+    run = cio.load_run(run_path, duplicates="error")
+    if not quiet:
+        click.echo(f"conformance: {_describe('qrels', qrels)}", err=True)
+        click.echo(f"conformance: {_describe('run', run)}", err=True)
+        if per_query is not None and per_query.unknown_measures:
+            shown = ", ".join(per_query.unknown_measures[:8])
+            more = len(per_query.unknown_measures) - 8
+            click.echo(
+                f"conformance: {per_query.source}: skipped measures conformance does not compute: "
+                f"{shown}{f' and {more} more' if more > 0 else ''}", err=True)
+        if not no_live:
+            for e in entries:
+                if not e.available():
+                    click.echo(f"conformance: warning: {e.name} is not installed; judged by its "
+                               "declared profile only", err=True)
+    result = _with_progress(
+        lambda progress: paper.check_paper(qrels, run, reported, entries=entries, live=not no_live,
+                                           per_query_file=per_query, progress=progress),
+        quiet,
+    )
+    if not quiet and result.sweep.facts.scored_queries == 0:
+        click.echo("conformance: warning: the run and the qrels share no query", err=True)
+    click.echo(result.render(), nl=False)
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as fh:
+            fh.write(result.dumps())
+    if write_html is not None:
+        write_html(result, html_path)
+
+
+def _with_progress(work, quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return work(None)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("check-paper", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=stage, completed=done, total=max(total, 1))
+
+        return work(progress)
