@@ -334,7 +334,11 @@ def _warnings(result: _Result) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # `python -m conformance.cli` runs this file as __main__ before the commands below it are
+    # defined; the imported module is complete (and is where other modules register commands)
+    from conformance.cli import main as _complete_main
+
+    _complete_main()
 
 
 # ---------------------------------------------------------------------------------------------

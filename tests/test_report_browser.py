@@ -417,10 +417,33 @@ def test_explorer_presets(page, run_result):
         "buried": [3, 0, 0, 0, 0, 3, 2, 2, 1, 1],
         "swap": [3, 2, 0, 2, 3, 0, 0, 1, 0, 1],
     }
+    shown = {}
     for preset, grades in expect.items():
         page.click(f'[data-preset="{preset}"]')
         d = check_displayed(page, entries)
         assert d["grades"] == grades and d["k"] == 5, preset
+        assert page.locator("#ex-preset-note").inner_text(), preset
+        shown[preset] = {(c["col"], c["measure"]): float(c["value"]) for c in d["cells"]
+                         if c["value"] not in (None, "raise", "skip")}
+    # what the swap's note says: the @5 measures rise, RR and RR@5 stay, nDCG over the whole
+    # list moves much less
+    assert "RR and RR@5 stay" in page.locator("#ex-preset-note").inner_text()
+    before, after = shown["default"], shown["swap"]
+    for (col, mid), v in after.items():
+        if mid in ("P@k", "R@k", "nDCG@k", "DCG@k"):
+            assert v > before[(col, mid)], (col, mid)
+        elif mid in ("RR", "RR@k"):
+            assert v == before[(col, mid)], (col, mid)
+    for col in {c for c, _ in after}:
+        if (col, "nDCG") in after and (col, "nDCG@k") in after:
+            whole = after[(col, "nDCG")] - before[(col, "nDCG")]
+            assert 0 < whole < (after[(col, "nDCG@k")] - before[(col, "nDCG@k")]) / 3
+    # the buried preset: RR is 1, P@5, R@5 and AP@5 are low
+    for (col, mid), v in shown["buried"].items():
+        if mid == "RR":
+            assert v == 1.0
+        elif mid in ("P@k", "R@k", "AP@k"):
+            assert v <= 0.2, (col, mid, v)
     page.click('[data-preset="ideal"]')
     d = check_displayed(page, entries)
     assert d["grades"] == [3, 3, 2, 2, 1, 1, 0, 0, 0, 0]

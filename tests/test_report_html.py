@@ -363,3 +363,35 @@ def test_cli_run_writes_the_report(tmp_path):
     text = out.read_text(encoding="utf-8")
     assert 'data-case="rr-below-k" data-metric="RR@2" data-axes="rr_cutoff"' in text
     assert report_data(text)["tables"], "the cards have no position tables"
+
+
+def test_same_input_same_bytes_across_processes(tmp_path):
+    """Two `conformance run --html` processes with different string hash seeds (so any set or
+    hash order that reached the page would differ) write identical files."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    case_dir = tmp_path / "cases"
+    case_dir.mkdir()
+    (case_dir / "mine.json").write_text(json.dumps({"family": "mine", "cases": [
+        {"name": "ties-and-grades", "description": "Tied scores over graded labels.",
+         "tags": ["ties"], "metrics": ["nDCG@3", "P@2", "AP", "RR"],
+         "qrels": {"q1": {"a": 2, "b": 0, "c": 1, "z": 3}, "q2": {"x": 1, "y": 0}},
+         "run": {"q1": [["a", 1.0], ["b", 1.0], ["c", 1.0], ["d", 0.5]],
+                 "q2": [["y", 2.0], ["x", 1.0]]}},
+        {"name": "one-list", "description": "One document.", "tags": [], "metrics": ["nDCG@5"],
+         "qrels": {"q": {"a": 1, "b": 2}}, "run": {"q": [["a", 1.0]]}}]}), encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"r{seed}.html"
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(root))
+        proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--libs",
+                               "trec_eval,sklearn", "--cases", str(case_dir), "--quiet",
+                               "--html", str(out)], env=env, capture_output=True, text=True)
+        assert proc.returncode in (0, 1), proc.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert b'data-case="ties-and-grades"' in outs[0]

@@ -600,13 +600,13 @@
       },
       "buried": function () {
         setItems(fresh([3, 0, 0, 0, 0, 3, 2, 2, 1, 1]), 5);
-        return "One relevant document on top and the rest buried below k: RR is 1 while R@k and AP stay low.";
+        return "One relevant document on top and the rest buried below k = 5: RR is 1 while P@5, R@5 and AP@5 are low.";
       },
       "swap": function () {
         var items = fresh(data.default_list);
         var t = items[4]; items[4] = items[5]; items[5] = t;
         setItems(items, 5);
-        return "The default list with ranks 5 and 6 swapped: the grade-3 document crosses into the top 5. Every @5 measure moves; the measures over the whole list barely do.";
+        return "The default list with ranks 5 and 6 swapped: the grade-3 document crosses into the top 5. P@5, R@5, nDCG@5 and DCG@5 rise; RR and RR@5 stay (rank 1 is still relevant); nDCG over the whole list moves much less.";
       },
       "diverge": function () {
         var n = Math.min(state.items.length, 10);
