@@ -395,3 +395,23 @@ def test_same_input_same_bytes_across_processes(tmp_path):
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
     assert b'data-case="ties-and-grades"' in outs[0]
+
+
+def test_library_errors_do_not_make_pages_differ():
+    """XGBoost's error for a fractional label carries the clock time and a native stack trace:
+    two runs a second apart raise different texts, and their pages are still identical."""
+    import time
+
+    qrels = Qrels.from_dict({"q": {"a": 1.5, "b": 0, "c": 2}})
+    run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0}})
+    entries = [e for e in all_entries() if e.name in ("xgboost", "trec_eval")]
+    assert len(entries) == 2 and all(e.available() for e in entries)
+    subject = [Subject("fractional", qrels, run, [parse_measure("nDCG@3")], "")]
+    first = run_entries(entries, subject)
+    time.sleep(1.2)
+    second = run_entries(entries, subject)
+    e1, e2 = first.comparisons[0].errors["xgboost"], second.comparisons[0].errors["xgboost"]
+    assert e1 != e2 and "XGBoostError" in e1  # the clock moved on
+    assert report_html.render(first) == report_html.render(second)
+    assert report_html.library_error(e1).startswith("XGBoostError: ")
+    assert "[bt]" not in report_html.library_error(e1)

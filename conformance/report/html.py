@@ -424,9 +424,9 @@ def _cards(result) -> tuple[list[dict], list[dict]]:
         values = [{
             "entry": n,
             "text": _fmt(c.values.get(n)) if n not in c.errors else "error",
-            "full": _full(c.values.get(n)) if n not in c.errors else c.errors[n],
+            "full": _full(c.values.get(n)) if n not in c.errors else library_error(c.errors[n]),
             "group": cls_of.get(n, 0),
-            "error": c.errors.get(n),
+            "error": library_error(c.errors[n]) if n in c.errors else None,
         } for n in c.values]
         queries = tables.queries(c.case)
         has_data = c.case in tables.subjects
@@ -502,7 +502,7 @@ def _description(result, case: str) -> str:
 
 def _describe_values(d: dict) -> str:
     if "error" in d:
-        return d["error"]
+        return library_error(d["error"])
     def one(x):  # None stands for NaN in the comparison's JSON
         return "NaN" if x is None else _fmt(x)
 
@@ -553,6 +553,17 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
+
+
+_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")
+_TRACE = re.compile(r"\n\s*(Stack trace:|\[bt\] ).*", re.S)
+
+
+def library_error(text: str) -> str:
+    """A library's error message as the page shows it: without the parts that change from run
+    to run (XGBoost stamps the clock time and appends a native stack trace with load
+    addresses), so the same input gives the same page."""
+    return _TRACE.sub("", _CLOCK.sub("", text)).rstrip()
 
 
 def _template_source(name: str) -> str:
