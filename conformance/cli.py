@@ -402,7 +402,8 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         from conformance.cases import load_cases
 
         cases = load_cases(cases_dir)
-        subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures) for c in cases]
+        subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures, c.description)
+                    for c in cases]
 
     for e in entries:
         if not e.available():

@@ -27,6 +27,7 @@ class Subject:
     qrels: Qrels
     run: Run
     measures: list[Measure]
+    description: str = ""  # one sentence shown beside the case in reports (optional)
 
 
 @dataclass
@@ -35,6 +36,9 @@ class RunResult:
     available: dict[str, bool]
     versions: dict[str, str | None]
     comparisons: list[Comparison] = field(default_factory=list)
+    # The subjects compared, in run order: the HTML report reads their qrels and runs to show
+    # each disagreement position by position. Not part of to_json().
+    subjects: list[Subject] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -76,6 +80,7 @@ def run_entries(
                                             for e in entries})
     live = [e for e in entries if available[e.name]]
     for subject in subjects:
+        result.subjects.append(subject)
         # one join and one memo of reference predictions per case, shared by every measure
         prep = Reference(Prepared(subject.qrels, subject.run))
         outputs: dict[str, dict[Measure, LibraryValues]] = {}

@@ -5,3 +5,9 @@
 set -euo pipefail
 python -m pip install -q --disable-pip-version-check torch==2.13.0
 python -m pip install -q --disable-pip-version-check -e ".[all,torchmetrics,test]"
+# The HTML report's tests drive a real headless Chromium through playwright. Chromium comes from
+# the system packages; `playwright install` is not used (it downloads its own browser), and the
+# tests launch /usr/bin/chromium (CONFORMANCE_CHROMIUM overrides the path).
+if [ ! -x "${CONFORMANCE_CHROMIUM:-/usr/bin/chromium}" ]; then
+    apt-get update -q && apt-get install -y -q chromium
+fi

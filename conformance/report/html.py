@@ -1,0 +1,617 @@
+"""The single-file HTML report of a ``conformance run``.
+
+``render(result)`` returns the page as text and ``write(result, path)`` writes it. The page holds
+everything inline (styles, scripts, data): it opens from disk and makes no network request. The
+same ``RunResult`` gives the same bytes (no timestamps, every collection in a fixed order).
+
+Sections:
+
+- Summary: the entries with their versions and availability, and ``result.summary``'s counts.
+- Conventions: the convention matrix, entry x axis from each entry's ``default_profile()``;
+  a cell's colour stands for its value, the same colour for the same value of an axis.
+- Agreement: per measure, on how many cases each pair of entries agrees.
+- Disagreements: one card per disagreeing pair of entries on a case and measure (and one per
+  entry that does not match its own profile), unexplained ones first. A card shows every entry's
+  value, the axes that explain the difference with both values, and, per query where the two
+  part, the position-by-position table under each of the two conventions
+  (``conformance.report.positions``). Tables are built in Python and embedded as data; the page
+  draws a card's tables when the reader opens it.
+- Explorer: a ranked list the reader edits, with P@k, R@k, RR, RR@k, AP, AP@k, nDCG@k, nDCG and
+  DCG@k as each entry's profile computes them (``static/explorer.js``, which mirrors
+  ``conformance.reference.formulas`` for a list that holds every judged document: no ties, no
+  unjudged documents, so only the axes of :data:`EXPLORER_AXES` matter).
+
+Requires RunResult.subjects (kept by ``run_entries``) for the position tables; a result without
+them still renders, with the tables left out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+from markupsafe import Markup, escape
+
+from conformance.conventions import AXES, Conventions, format_value
+from conformance.measures import FAMILIES, Measure, parse_measure
+from conformance.report.positions import PositionTable, position_table, shown
+from conformance.reference.prepare import Prepared
+
+# The axes that change a value in the explorer, where the list is every judged document in
+# score order with no ties (so ties, score precision, labels, query sets and depth do not).
+EXPLORER_AXES = ("gain", "discount", "ideal", "k_beyond_list", "ap_denominator", "empty_query",
+                 "rr_cutoff", "relevance_threshold", "threshold_scope", "single_document")
+
+# (id shown in the explorer, family, takes the explorer's k)
+EXPLORER_MEASURES = (
+    ("P@k", "P", True),
+    ("R@k", "R", True),
+    ("RR", "RR", False),
+    ("RR@k", "RR", True),
+    ("AP", "AP", False),
+    ("AP@k", "AP", True),
+    ("nDCG@k", "nDCG", True),
+    ("nDCG", "nDCG", False),
+    ("DCG@k", "DCG", True),
+)
+
+# Support and profiles do not depend on the cutoff for any entry (tested); this one stands in.
+REPRESENTATIVE_K = 10
+
+DEFAULT_LIST = (3, 2, 0, 2, 0, 3, 0, 1, 0, 1)
+
+# Soft colours for the values of an axis, in the axis' vocabulary order; the same value of an
+# axis has the same colour everywhere in the page.
+PALETTE = ("#dbeafe", "#fde68a", "#bbf7d0", "#fecaca", "#e9d5ff", "#fed7aa", "#a5f3fc",
+           "#f5d0fe", "#d9f99d", "#e2e8f0", "#fbcfe8", "#c7d2fe")
+
+# Queries shown per disagreement card (the ones where the two entries part first).
+MAX_QUERIES = 3
+
+
+def write(result, path) -> None:
+    """Write the report of ``result`` (a ``conformance.runner.RunResult``) to ``path``."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(result), encoding="utf-8", newline="\n")
+
+
+def render(result) -> str:
+    """The report of ``result`` as one self-contained HTML document."""
+    return _render_page("report.html.j2", build_context(result))
+
+
+def write_paper(result, path) -> None:
+    """Write the check-paper report of ``result`` (a ``conformance.paper.PaperResult``)."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_paper(result), encoding="utf-8", newline="\n")
+
+
+def render_paper(result) -> str:
+    """The check-paper report of ``result`` as one self-contained HTML document: the verdict,
+    the reproducing convention sets, every library entry's values, and the explorer for the
+    entries checked (``conformance.report.paper_html``)."""
+    from conformance.libs import all_entries
+    from conformance.report.paper_html import paper_context
+
+    names = [e.name for e in result.entries]
+    known = {e.name: e for e in all_entries()}
+    checked = [known[n] for n in names if n in known]
+    ctx = paper_context(result, known, _value_colours)
+    ctx["json_data"] = _script_json({"explorer": explorer_data(checked)})
+    return _render_page("paper.html.j2", ctx)
+
+
+def _render_page(template: str, ctx: dict[str, Any]) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_template_source),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["num"] = _fmt
+    env.filters["full"] = _full
+    env.filters["breakable"] = _breakable
+    ctx = dict(ctx)
+    ctx["css"] = _static("report.css")
+    ctx["js"] = _static("explorer.js") + "\n" + _static("report.js")
+    return env.get_template(template).render(**ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# the page model
+# --------------------------------------------------------------------------------------------
+
+
+def build_context(result) -> dict[str, Any]:
+    entries = list(result.entries)
+    colours = _value_colours(entries)
+    cards, tables = _cards(result)
+    return {
+        "summary": result.summary,
+        "entries": [_entry_row(result, e) for e in entries],
+        "matrix": _matrix(entries, colours),
+        "agreement": _agreement(result),
+        "cards": cards,
+        "card_counts": {
+            "total": len(cards),
+            "unexplained": sum(1 for c in cards if c["unexplained"]),
+        },
+        "card_metrics": sorted({c["metric"] for c in cards}, key=_metric_key),
+        "card_axes": [a for a in AXES if any(a in c["axes_list"] for c in cards)],
+        "json_data": _script_json({
+            "tables": tables,
+            "explorer": explorer_data(entries, colours),
+            "agreement": _agreement_data(result),
+        }),
+    }
+
+
+def _entry_row(result, e) -> dict[str, Any]:
+    return {
+        "name": e.name,
+        "library": e.library,
+        "available": bool(result.available.get(e.name)),
+        "version": result.versions.get(e.name),
+        "description": e.description,
+        "tolerance": e.tolerance,
+    }
+
+
+def _axis_values_order(axis: str, seen: set[str]) -> list[str]:
+    named = list(AXES[axis].values)
+    return named + sorted(v for v in seen if v not in named)
+
+
+def _value_colours(entries) -> dict[str, dict[str, str]]:
+    """axis -> value text -> colour, for every value any entry's profiles use."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for e in entries:
+        for profile in _entry_profiles(e):
+            for axis, value in profile.to_dict().items():
+                seen[axis].add(value)
+    out: dict[str, dict[str, str]] = {}
+    for axis in AXES:
+        order = _axis_values_order(axis, seen[axis])
+        used = [v for v in order if v in seen[axis]]
+        out[axis] = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(used)}
+    return out
+
+
+def _entry_profiles(e) -> list[Conventions]:
+    out = [e.default_profile()]
+    for _, family, at in EXPLORER_MEASURES:
+        m = Measure(family, REPRESENTATIVE_K if at else None)
+        if e.supports(m):
+            out.append(m.conventions(e.profile(m)))
+    return out
+
+
+def _matrix(entries, colours) -> dict[str, Any]:
+    profiles = {e.name: e.default_profile().to_dict() for e in entries}
+    varying = [a for a in AXES if len({p[a] for p in profiles.values()}) > 1]
+    common = [(a, next(iter(profiles.values()))[a]) for a in AXES if a not in varying] if profiles else []
+    rows = []
+    for e in entries:
+        p = profiles[e.name]
+        rows.append({
+            "entry": e.name,
+            "cells": [{"axis": a, "value": p[a], "colour": colours[a].get(p[a], "#ffffff"),
+                       "meaning": _value_meaning(a, p[a])} for a in varying],
+        })
+    return {
+        "axes": [{"name": a, "meaning": AXES[a].meaning} for a in varying],
+        "rows": rows,
+        "common": [{"axis": a, "value": v, "meaning": _value_meaning(a, v)} for a, v in common],
+    }
+
+
+def _value_meaning(axis: str, value: str) -> str:
+    ax = AXES[axis]
+    return ax.values.get(value) or ax.open_meaning or ""
+
+
+# --- agreement --------------------------------------------------------------------------------
+
+
+def _metric_key(text: str) -> tuple:
+    try:
+        m = parse_measure(text)
+    except Exception:  # a name the run accepted always parses; keep any other last
+        return (len(FAMILIES), 0, text)
+    order = list(FAMILIES)
+    return (order.index(m.family), m.cutoff if m.cutoff is not None else 10**9, text)
+
+
+def _agreement(result) -> list[dict[str, Any]]:
+    """Per measure: cases, cases on which every entry agrees, and the largest split."""
+    by_metric: dict[str, list] = defaultdict(list)
+    for c in result.comparisons:
+        by_metric[c.metric].append(c)
+    out = []
+    for metric in sorted(by_metric, key=_metric_key):
+        comps = by_metric[metric]
+        names = [e.name for e in result.entries if any(e.name in c.values for c in comps)]
+        out.append({
+            "metric": metric,
+            "cases": len(comps),
+            "entries": len(names),
+            "all_agree": sum(1 for c in comps if len(c.classes) == 1),
+            "max_groups": max(len(c.classes) for c in comps),
+            "disagreements": sum(c.disagreements for c in comps),
+            "unexplained": sum(len(c.unexplained) for c in comps),
+        })
+    return out
+
+
+def _agreement_data(result) -> dict[str, Any]:
+    """For the agreement heatmap: per measure (and over all), for each pair of entries, the
+    cases both computed and the cases on which they agree."""
+    names = [e.name for e in result.entries if result.available.get(e.name)]
+    index = {n: i for i, n in enumerate(names)}
+    metrics = sorted({c.metric for c in result.comparisons}, key=_metric_key)
+
+    def empty():
+        return [[0] * len(names) for _ in names]
+
+    both = {m: empty() for m in ["*"] + metrics}
+    agree = {m: empty() for m in ["*"] + metrics}
+    for c in result.comparisons:
+        cls_of = {n: i for i, cls in enumerate(c.classes) for n in cls}
+        present = [n for n in names if n in cls_of]
+        for a in present:
+            for b in present:
+                ia, ib = index[a], index[b]
+                for key in ("*", c.metric):
+                    both[key][ia][ib] += 1
+                    if cls_of[a] == cls_of[b]:
+                        agree[key][ia][ib] += 1
+    return {"entries": names, "metrics": metrics, "both": both, "agree": agree}
+
+
+# --- disagreement cards -----------------------------------------------------------------------
+
+
+class _Tables:
+    """Position tables, built once per (subject, measure, profile owner, query)."""
+
+    def __init__(self, result) -> None:
+        self.subjects = {s.name: s for s in getattr(result, "subjects", []) or []}
+        self.entries = {e.name: e for e in result.entries}
+        self.preps: dict[str, Prepared] = {}
+        self.index: dict[tuple, int] = {}
+        self.tables: list[dict] = []
+
+    def measure(self, case: str, metric: str) -> Measure | None:
+        s = self.subjects.get(case)
+        if s is None:
+            return None
+        for m in s.measures:
+            if m.text == metric:
+                return m
+        try:
+            return parse_measure(metric)
+        except Exception:
+            return None
+
+    def queries(self, case: str) -> list[str]:
+        s = self.subjects.get(case)
+        if s is None:
+            return []
+        return sorted(set(s.qrels.qids[np.unique(s.qrels.qcode)].tolist())
+                      | set(s.run.qids[np.unique(s.run.qcode)].tolist()))
+
+    def get(self, case: str, metric: str, entry: str, query: str) -> int | None:
+        key = (case, metric, entry, query)
+        if key in self.index:
+            return self.index[key]
+        s = self.subjects.get(case)
+        m = self.measure(case, metric)
+        e = self.entries.get(entry)
+        if s is None or m is None or e is None:
+            return None
+        try:
+            if case not in self.preps:
+                self.preps[case] = Prepared(s.qrels, s.run)
+            table = _table_json(position_table(self.preps[case], query, m, e.profile(m), entry))
+        except Exception as exc:  # a display table must never cost the user the whole report
+            table = {"query": query, "entry": entry, "measure": metric,
+                     "error": f"the report could not build this table ({type(exc).__name__}: {exc})"}
+        self.index[key] = len(self.tables)
+        self.tables.append(table)
+        return self.index[key]
+
+
+def _table_json(t: PositionTable) -> dict[str, Any]:
+    rows, hidden = shown(t.rows, t.cutoff, lambda r: r.rel != 0 or r.gain != 0)
+    out: dict[str, Any] = {
+        "query": t.query,
+        "entry": t.profile_name,
+        "measure": t.measure,
+        "graded": t.graded,
+        "family": t.measure_family,
+        "k": t.cutoff,
+        "n": t.n,
+        "R": t.relevant,
+        "hidden": hidden,
+        "ref": None if t.reference is None else [_jnum(t.reference[0]), _jnum(t.reference[1])],
+        "counted": t.counted,
+        "note": t.note,
+        "how": t.how,
+        "refused": t.refused,
+        "error": t.error,
+    }
+    if t.graded:
+        out["rows"] = [None if r is None else
+                       [r.rank, r.doc, _jnum(r.label), _jnum(r.raw), _jnum(r.gain),
+                        _jnum(r.discount), _jnum(r.discounted), _jnum(r.running),
+                        r.tie_group, r.inside] for r in rows]
+        irows, ihidden = shown(t.ideal, t.cutoff, lambda r: r.gain != 0)
+        out["ideal"] = [None if r is None else
+                        [r.rank, r.doc, _jnum(r.label), _jnum(r.gain), _jnum(r.discount),
+                         _jnum(r.running), r.inside] for r in irows]
+        out["ideal_hidden"] = ihidden
+        out["dcg"], out["idcg"] = _jnum(t.dcg), _jnum(t.idcg)
+        out["value"] = _jnum(t.table_value)
+    else:
+        out["rows"] = [None if r is None else
+                       [r.rank, r.doc, _jnum(r.label), _jnum(r.raw), _jnum(r.rel),
+                        _jnum(r.rel_so_far), _jnum(r.running), _jnum(r.ap_term),
+                        r.tie_group, r.inside] for r in rows]
+    return out
+
+
+def _differing_queries(c, a: str, b: str, queries: list[str]) -> list[str]:
+    """Queries on which entries a and b part (all the case's queries when one failed)."""
+    if a in c.errors or b in c.errors:
+        qa = c.per_query.get(a, {}) if a not in c.errors else {}
+        qb = c.per_query.get(b, {}) if b not in c.errors else {}
+        return sorted(set(qa) | set(qb)) or queries
+    pa, pb = c.per_query.get(a, {}), c.per_query.get(b, {})
+    out = []
+    for q in sorted(set(pa) | set(pb)):
+        if q not in pa or q not in pb:
+            out.append(q)
+            continue
+        va, vb = pa[q], pb[q]
+        if math.isnan(va) or math.isnan(vb):
+            if math.isnan(va) != math.isnan(vb):
+                out.append(q)
+        elif abs(va - vb) > c.tolerance:
+            out.append(q)
+    return out or queries
+
+
+def _self_queries(u: dict, queries: list[str]) -> list[str]:
+    lib, ref = u.get("library", {}), u.get("reference", {})
+    if "per_query" not in lib or "per_query" not in ref:
+        return sorted(set(lib.get("per_query", {})) | set(ref.get("per_query", {}))) or queries
+    out = []
+    lp, rp = lib["per_query"], ref["per_query"]
+    for q in sorted(set(lp) | set(rp)):
+        if q not in lp or q not in rp:
+            out.append(q)
+            continue
+        v, (lo, hi) = lp[q], rp[q]
+        if v is None or lo is None:
+            if (v is None) != (lo is None):
+                out.append(q)
+        elif not (lo - 1e-12 <= v <= hi + 1e-12):
+            out.append(q)
+    return out or queries
+
+
+def _cards(result) -> tuple[list[dict], list[dict]]:
+    tables = _Tables(result)
+    unexplained: list[dict] = []
+    explained: list[dict] = []
+    for ci, c in enumerate(result.comparisons):
+        if not c.explanations and not c.unexplained:
+            continue
+        cls_of = {n: i for i, cls in enumerate(c.classes) for n in cls}
+        values = [{
+            "entry": n,
+            "text": _fmt(c.values.get(n)) if n not in c.errors else "error",
+            "full": _full(c.values.get(n)) if n not in c.errors else library_error(c.errors[n]),
+            "group": cls_of.get(n, 0),
+            "error": library_error(c.errors[n]) if n in c.errors else None,
+        } for n in c.values]
+        queries = tables.queries(c.case)
+        has_data = c.case in tables.subjects
+        for pi, e in enumerate(c.explanations):
+            a, b = e.between
+            qs = _differing_queries(c, a, b, queries) if has_data else []
+            card = {
+                "id": f"c{ci}-p{pi}",
+                "kind": "pair",
+                "case": c.case,
+                "description": _description(result, c.case),
+                "metric": c.metric,
+                "a": a,
+                "b": b,
+                "unexplained": e.axes is None,
+                "axes": [{"axis": ax, "a": e.switched[ax][0], "b": e.switched[ax][1],
+                          "meaning": AXES[ax].meaning} for ax in (e.axes or [])],
+                "axes_list": list(e.axes or e.differing),
+                "differing": [{"axis": ax, "meaning": AXES[ax].meaning} for ax in e.differing],
+                "values": values,
+                "group_a": cls_of.get(a, 0),
+                "group_b": cls_of.get(b, 0),
+                "queries": qs[:MAX_QUERIES],
+                "more_queries": max(0, len(qs) - MAX_QUERIES),
+                "tables": [[tables.get(c.case, c.metric, a, q), tables.get(c.case, c.metric, b, q)]
+                           for q in qs[:MAX_QUERIES]],
+            }
+            card["values_a"] = _class_value(values, card["group_a"])
+            card["values_b"] = _class_value(values, card["group_b"])
+            (unexplained if card["unexplained"] else explained).append(card)
+        for ui, u in enumerate(u for u in c.unexplained if "entry" in u):
+            n = u["entry"]
+            qs = _self_queries(u, queries) if has_data else []
+            unexplained.append({
+                "id": f"c{ci}-s{ui}",
+                "kind": "self",
+                "case": c.case,
+                "description": _description(result, c.case),
+                "metric": c.metric,
+                "a": n,
+                "b": None,
+                "unexplained": True,
+                "axes": [],
+                "axes_list": [],
+                "differing": [],
+                "values": values,
+                "group_a": cls_of.get(n, 0),
+                "group_b": None,
+                "library": _describe_values(u.get("library", {})),
+                "reference": _describe_values(u.get("reference", {})),
+                "queries": qs[:MAX_QUERIES],
+                "more_queries": max(0, len(qs) - MAX_QUERIES),
+                "tables": [[tables.get(c.case, c.metric, n, q)] for q in qs[:MAX_QUERIES]],
+                "values_a": _class_value(values, cls_of.get(n, 0)),
+                "values_b": None,
+            })
+    return unexplained + explained, tables.tables
+
+
+def _class_value(values: list[dict], group: int) -> str:
+    for v in values:
+        if v["group"] == group:
+            return v["text"]
+    return ""
+
+
+def _description(result, case: str) -> str:
+    for s in getattr(result, "subjects", []) or []:
+        if s.name == case:
+            return getattr(s, "description", "") or ""
+    return ""
+
+
+def _describe_values(d: dict) -> str:
+    if "error" in d:
+        return library_error(d["error"])
+    def one(x):  # None stands for NaN in the comparison's JSON
+        return "NaN" if x is None else _fmt(x)
+
+    parts = []
+    for q, v in sorted(d.get("per_query", {}).items()):
+        if isinstance(v, list):
+            lo, hi = v
+            text = one(lo) if lo == hi else f"{one(lo)}..{one(hi)}"
+        else:
+            text = one(v)
+        parts.append(f"{q}: {text}")
+    return ", ".join(parts) if parts else "no query"
+
+
+# --- explorer -----------------------------------------------------------------------------
+
+
+def _axis_json(axis: str, value: Any) -> Any:
+    return value if axis == "relevance_threshold" else format_value(value)
+
+
+def explorer_profile(conv: Conventions) -> dict[str, Any]:
+    """The explorer's view of a convention set: its values on :data:`EXPLORER_AXES`."""
+    return {a: _axis_json(a, getattr(conv, a)) for a in EXPLORER_AXES}
+
+
+def explorer_data(entries, colours=None) -> dict[str, Any]:
+    """What the explorer embeds: per entry, per explorer measure, its profile (None when the
+    entry does not compute the measure); the default list; the measures' ids."""
+    colours = colours or _value_colours(entries)
+    out = []
+    for e in entries:
+        measures: dict[str, Any] = {}
+        for mid, family, at in EXPLORER_MEASURES:
+            m = Measure(family, REPRESENTATIVE_K if at else None)
+            measures[mid] = explorer_profile(m.conventions(e.profile(m))) if e.supports(m) else None
+        out.append({"entry": e.name, "library": e.library, "measures": measures})
+    return {
+        "entries": out,
+        "measures": [mid for mid, _, _ in EXPLORER_MEASURES],
+        "axes": list(EXPLORER_AXES),
+        "default_list": list(DEFAULT_LIST),
+        "colours": {a: colours.get(a, {}) for a in EXPLORER_AXES},
+        "meanings": {a: AXES[a].meaning for a in EXPLORER_AXES},
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+
+_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")
+_TRACE = re.compile(r"\n\s*(Stack trace:|\[bt\] ).*", re.S)
+
+
+def library_error(text: str) -> str:
+    """A library's error message as the page shows it: without the parts that change from run
+    to run (XGBoost stamps the clock time and appends a native stack trace with load
+    addresses), so the same input gives the same page."""
+    return _TRACE.sub("", _CLOCK.sub("", text)).rstrip()
+
+
+def _template_source(name: str) -> str:
+    return resources.files("conformance.report").joinpath("templates", name).read_text("utf-8")
+
+
+def _static(name: str) -> str:
+    text = resources.files("conformance.report").joinpath("static", name).read_text("utf-8")
+    if re.search(r"</(script|style)", text, re.IGNORECASE):
+        raise ValueError(f"static/{name} holds a closing tag that would end its inline element")
+    return text
+
+
+def _script_json(data: Any) -> str:
+    """JSON for a <script type="application/json"> element: '<' escaped so no text in the data
+    can close the element."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _breakable(text: str) -> Markup:
+    """Escaped text with a line-break opportunity after each underscore (long axis names and
+    values wrap there instead of widening their column)."""
+    return Markup(str(escape(text)).replace("_", "_<wbr>"))
+
+
+def _jnum(v: float | None) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return None if math.isnan(v) or math.isinf(v) else v
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "error"
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    if isinstance(v, (int, float)):
+        return f"{float(v):.4f}"
+    return str(v)
+
+
+def _full(v: Any) -> str:
+    if v is None:
+        return "error"
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    return str(v)
