@@ -1,0 +1,245 @@
+"""Library entries run in worker processes, so a library that aborts, segfaults or hangs costs one
+result, not the run.
+
+``conformance run`` wraps every entry in an :class:`IsolatedEntry`. Its ``evaluate`` pickles
+``(entry, qrels, run, measures)`` to a persistent worker process (one per library, started on
+first use, so each library is imported once) and reads back what ``entry.evaluate`` returned
+there. Two faults become results instead of crashes:
+
+- the worker dies (os.abort, SIGSEGV, ``sys.exit`` inside the library, killed from outside):
+  every measure of that entry on that case gets the error ``library worker died (killed by
+  signal SIGABRT) ...`` or ``(exit status N)``; the next case starts a fresh worker;
+- the worker does not answer within ``timeout`` seconds (``--lib-timeout``): its whole process
+  group is killed (grandchildren too: LightGBM's own workers, trec_eval's isolated child) and
+  every measure gets ``library did not finish within T s``.
+
+An exception raised inside the library is not a fault: ``Entry.evaluate`` records it per measure
+in the worker, as it does in-process. An exception in the adapter around it (the entry's own
+``evaluate`` raising) comes back as that entry's error for the case.
+
+Error texts hold no pid, address or time, so the JSON report stays byte-identical across runs.
+
+The worker finds the package (and any module defining a custom entry, such as a test's) through
+the parent's ``sys.path``, passed as ``PYTHONPATH``. Its stdout is the reply pipe only: the
+library's own prints (C-level too) go to stderr, which is discarded unless
+``CONFORMANCE_DEBUG=1``. A worker reads requests until its stdin closes, so it ends when the
+parent does, however the parent ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from conformance.libs.base import Entry, LibraryValues
+
+DEFAULT_TIMEOUT = 300.0  # seconds per entry and case; the corpus's slowest call takes ~2 s
+
+
+class WorkerFault(Exception):
+    """The worker died or timed out; ``str`` is the text recorded for the entry and case."""
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"
+
+
+class Worker:
+    """One persistent process serving ``entry.evaluate`` requests, one at a time."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def _start(self) -> None:
+        env = dict(os.environ)
+        paths = [p for p in sys.path if p and os.path.isdir(p)]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        debug = os.environ.get("CONFORMANCE_DEBUG") == "1"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from conformance.libs._worker import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=None if debug else subprocess.DEVNULL,
+            env=env, start_new_session=True,  # its own process group: a timeout kills it all
+        )
+
+    def call(self, request: Any, timeout: float | None) -> Any:
+        """Send one request and return the reply; raise WorkerFault when the worker dies or
+        overruns ``timeout`` (None or 0: no limit)."""
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            proc = self.proc
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+            reply: list[Any] = []
+
+            def exchange() -> None:
+                # in a thread so the parent can stop waiting; a dead worker ends it with EOF
+                try:
+                    proc.stdin.write(len(payload).to_bytes(8, "little"))
+                    proc.stdin.write(payload)
+                    proc.stdin.flush()
+                    reply.append(pickle.load(proc.stdout))
+                except Exception:  # EOF, a broken pipe, a torn reply: the worker is gone
+                    pass
+
+            t = threading.Thread(target=exchange, daemon=True)
+            t.start()
+            t.join(timeout if timeout else None)
+            if t.is_alive():
+                self._kill(proc)  # the reader thread then sees EOF and ends
+                t.join()
+                self._close_pipes(proc)
+                raise WorkerFault(f"library did not finish within {timeout:g} s (--lib-timeout); "
+                                  "its worker process was stopped")
+            if reply:
+                return reply[0]
+            code = proc.wait()
+            self.proc = None
+            self._close_pipes(proc)
+            how = f"killed by signal {_signal_name(-code)}" if code < 0 else f"exit status {code}"
+            raise WorkerFault(f"library worker died ({how}) while evaluating this case")
+
+    def _kill(self, proc: subprocess.Popen) -> None:
+        self.proc = None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()
+
+    @staticmethod
+    def _close_pipes(proc: subprocess.Popen) -> None:
+        for f in (proc.stdin, proc.stdout):
+            try:
+                f.close()
+            except Exception:  # a broken pipe while flushing: nothing left to tell
+                pass
+
+    def close(self) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            self.proc = None
+            return
+        try:
+            proc.stdin.close()  # EOF: the worker's loop ends
+            proc.wait(timeout=5)
+        except Exception:
+            self._kill(proc)
+        self._close_pipes(proc)
+        self.proc = None
+
+
+_WORKERS: dict[str, Worker] = {}
+
+
+def worker(key: str) -> Worker:
+    if key not in _WORKERS:
+        _WORKERS[key] = Worker(key)
+    return _WORKERS[key]
+
+
+@atexit.register
+def close_all() -> None:
+    for w in list(_WORKERS.values()):
+        w.close()
+
+
+class IsolatedEntry(Entry):
+    """An entry whose ``evaluate`` runs in its library's worker process, with a time limit.
+
+    Everything else (name, profile, supports, tolerance, availability) is the wrapped entry's.
+    """
+
+    def __init__(self, inner: Entry, timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        self.inner, self.timeout = inner, timeout
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    # Entry's class attributes would shadow __getattr__: forward them explicitly.
+    name = property(lambda self: self.inner.name)
+    library = property(lambda self: self.inner.library)
+    module = property(lambda self: self.inner.module)
+    distribution = property(lambda self: self.inner.distribution)
+    tolerance = property(lambda self: self.inner.tolerance)
+    description = property(lambda self: self.inner.description)
+
+    def available(self) -> bool:
+        return self.inner.available()
+
+    def version(self):
+        return self.inner.version()
+
+    def supports(self, measure):
+        return self.inner.supports(measure)
+
+    def profile(self, measure):
+        return self.inner.profile(measure)
+
+    def default_profile(self):
+        return self.inner.default_profile()
+
+    def evaluate(self, qrels, run, measures):
+        try:
+            status, value = worker(self.inner.library or self.inner.name).call(
+                ("evaluate", self.inner, qrels, run, list(measures)), self.timeout)
+        except WorkerFault as fault:
+            return {m: LibraryValues(error=str(fault)) for m in measures}
+        if status == "error":
+            return {m: LibraryValues(error=value) for m in measures}
+        return value
+
+    def __eq__(self, other) -> bool:
+        other = other.inner if isinstance(other, IsolatedEntry) else other
+        return self.inner == other
+
+    def __hash__(self) -> int:
+        return hash(self.inner)
+
+
+def isolate(entries: list[Entry], timeout: float | None = DEFAULT_TIMEOUT) -> list[Entry]:
+    return [e if isinstance(e, IsolatedEntry) else IsolatedEntry(e, timeout) for e in entries]
+
+
+# --- the worker side ----------------------------------------------------------------------------
+
+
+def serve() -> None:
+    """Worker main loop: length-prefixed pickled requests on stdin, pickled replies on the
+    original stdout; ends at EOF."""
+    reply_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # library prints must not reach the pipe
+    sys.stdout = sys.stderr
+    source = sys.stdin.buffer
+    while True:
+        head = source.read(8)
+        if len(head) < 8:
+            return
+        body = source.read(int.from_bytes(head, "little"))
+        try:
+            kind, entry, qrels, run, measures = pickle.loads(body)
+            reply = ("ok", entry.evaluate(qrels, run, measures))
+        except Exception as exc:  # the adapter's own failure is this entry's result
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            data = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            data = pickle.dumps(("error", f"unpicklable result: {type(exc).__name__}: {exc}"))
+        reply_out.write(data)
+        reply_out.flush()
