@@ -111,6 +111,10 @@ class Worker:
                 return reply[0]
             code = proc.wait()
             self.proc = None
+            try:  # what the dead worker started (trec_eval's child, LightGBM's worker) goes too
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             self._close_pipes(proc)
             how = f"killed by signal {_signal_name(-code)}" if code < 0 else f"exit status {code}"
             raise WorkerFault(f"library worker died ({how}) while evaluating this case")
