@@ -399,8 +399,8 @@ def input_warnings(qrels, run, conv: Conventions | None, measures: list[Measure]
         if getattr(c, "extra_fields", 0):
             out.append(
                 f"{what} {table.source}: {_plural(c.extra_fields, 'row has', 'rows have')} more than "
-                "6 fields; the fields after the sixth were ignored, as trec_eval does (a file whose "
-                "lines end in a bare CR is read as one line)")
+                "6 fields; the fields after the sixth were ignored, as trec_eval does (a trailing "
+                "'# comment' is such fields; a file whose lines end in a bare CR is read as one line)")
     qrels_q = set(qrels.present_qids().tolist())
     run_q = set(run.present_qids().tolist())
     run_only, qrels_only = len(run_q - qrels_q), len(qrels_q - run_q)

@@ -28,7 +28,8 @@ class ReadCounts:
     comments: int = 0  # comment lines (#...)
     blank: int = 0  # blank lines
     reasons: dict[str, int] = field(default_factory=dict)
-    extra_fields: int = 0  # used rows with fields beyond the layout's (ignored, as trec_eval does)
+    extra_fields: int = 0  # used rows with fields past the layout's (those fields are ignored,
+    # as trec_eval does; the CLI warns about them)
 
     def ignore(self, reason: str, n: int) -> None:
         if n:
@@ -44,7 +45,7 @@ class ReadCounts:
             "comments": self.comments,
             "blank": self.blank,
             "ignored_reasons": dict(sorted(self.reasons.items())),
-        } | ({"rows_with_extra_fields": self.extra_fields} if self.extra_fields else {})
+        }
 
 
 def _encode(ids: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -374,3 +374,97 @@ def test_killing_the_real_trec_eval_worker_mid_run_is_recorded():
     assert values[("after", "P@1")] == pytest.approx(0.5, abs=1e-12)
     assert values[("after", "RR")] == pytest.approx(0.75, abs=1e-12)
     assert w.proc is not None and w.proc.pid != killed[0]  # a fresh worker served "after"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reader fuzz seeded by the corpus: any mutation of any corpus file parses or raises InputError
+# (tests/test_io.py fuzzes random bytes, token lines and one valid run; this starts from every
+# hostile file, qrels included, and mutates the gzip stream too)
+
+
+def _plain(name: str) -> bytes:
+    data = (CORPUS / name).read_bytes()
+    if name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except Exception:  # a corrupt corpus .gz: fuzz its raw bytes
+            pass
+    return data[:4096] if len(data) > 4096 else data  # the 1 MB lines: their head is enough
+
+
+_SEEDS = sorted(p.name for p in CORPUS.iterdir() if p.is_file() and p.name != "cases.json")
+_SEED_BYTES = {n: _plain(n) for n in _SEEDS}
+_INSERTS = [b"\x00", b"\xff", b"\xe9", b"\r", b"\n", b"\r\n", b"\t", b" ", b"#", b"\xef\xbb\xbf",
+            b"-", b"e", b".", b"9", b"nan", b"inf", b"1e400", b"\xe2\x80\x83", b"{", b'"', b"x" * 300]
+
+
+def _mutate(data: bytes, draw) -> bytes:
+    for _ in range(draw(st.integers(0, 5))):
+        op = draw(st.sampled_from(["flip", "insert", "delete", "dup_line", "splice", "truncate"]))
+        pos = draw(st.integers(0, len(data)))
+        if op == "flip" and data:
+            i = min(pos, len(data) - 1)
+            data = data[:i] + bytes([data[i] ^ draw(st.integers(1, 255))]) + data[i + 1:]
+        elif op == "insert":
+            data = data[:pos] + draw(st.sampled_from(_INSERTS)) + data[pos:]
+        elif op == "delete":
+            data = data[:pos] + data[pos + draw(st.integers(1, 40)):]
+        elif op == "dup_line" and data:
+            lines = data.split(b"\n")
+            i = draw(st.integers(0, len(lines) - 1))
+            lines.insert(i, lines[i])
+            data = b"\n".join(lines)
+        elif op == "splice":
+            other = _SEED_BYTES[draw(st.sampled_from(_SEEDS))].split(b"\n")
+            data = data[:pos] + other[draw(st.integers(0, len(other) - 1))] + b"\n" + data[pos:]
+        elif op == "truncate":
+            data = data[:pos]
+    return data
+
+
+def _check_reader(reader, path: Path, text: bytes | None) -> None:
+    """``text``: the decompressed bytes when known (not for a damaged gzip stream)."""
+    try:
+        table = reader(path)
+    except InputError as e:
+        assert e.source == str(path) and str(e).startswith(str(path)), str(e)
+        assert e.line is None or e.line >= 1
+        assert e.line is None or text is None or e.line <= text.count(b"\n") + 1, (e.line, str(e))
+        return
+    assert isinstance(table, (Run, Qrels)) and len(table) >= 1
+    c = table.counts
+    assert c.used == len(table) and c.read == c.used + c.ignored
+    assert sum(c.reasons.values()) == c.ignored
+    assert int(table.line.min()) >= 1
+    if text is not None and not str(path).endswith((".json", ".jsonl")):
+        assert int(table.line.max()) <= text.count(b"\n") + 1
+    values = table.score if isinstance(table, Run) else table.label
+    assert np.all(np.isfinite(values))
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_mutated_corpus_files(data, tmp_path_factory):
+    seed = data.draw(st.sampled_from(_SEEDS))
+    text = _mutate(_SEED_BYTES[seed], data.draw)
+    shape = data.draw(st.sampled_from(["trec", "gz", "gz_damaged", "json"] if seed.endswith(".json")
+                                      else ["trec", "gz", "gz_damaged"]))
+    payload = text
+    suffix = ".txt"
+    if shape == "json":
+        suffix = ".json"
+    elif shape.startswith("gz"):
+        suffix = ".gz"
+        payload = gzip.compress(text, mtime=0)
+        if shape == "gz_damaged":
+            payload = _mutate(payload, data.draw)
+    path = tmp_path_factory.mktemp("fuzz") / f"f{suffix}"
+    path.write_bytes(payload)
+    if suffix == ".json":
+        readers = [cio.read_run_json, cio.read_qrels_json]
+    else:
+        readers = [cio.read_run, cio.read_qrels, lambda p: cio.read_run(p, duplicates="last")]
+    for reader in readers:
+        _check_reader(reader, path, None if shape == "gz_damaged" else text)
