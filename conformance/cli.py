@@ -12,8 +12,9 @@ No traceback reaches a user otherwise.
 Unusual but valid input is evaluated, and each oddity gets a ``conformance: warning:`` line on
 stderr (``--quiet`` silences them): rows ignored (duplicates, empty queries), rows with fields
 past the layout's, queries found in only one of the two files, negative or fractional labels (and
-what the conventions in force do with them), non-numeric ranks, a cutoff longer than every
-ranked list.
+what the conventions in force do with them), non-numeric ranks, a cutoff of 10,000 or more
+that is longer than every ranked list (a shorter one is common and ``k_beyond_list`` says what
+it gives).
 
 ``conformance eval`` output formats:
 
@@ -59,6 +60,7 @@ from conformance.measures import Measure, MeasureError, parse_measures
 
 DEFAULT_METRICS = "nDCG@10,AP,RR,P@10"
 USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
+HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list is warned about
 INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
 
 
@@ -433,7 +435,9 @@ def input_warnings(qrels, run, conv: Conventions | None, measures: list[Measure]
     if len(run):
         longest = int(np.bincount(np.asarray(run.qcode)).max())
         for m in measures:
-            if m.cutoff is not None and m.cutoff > longest:
+            # P@10 over short lists is common and k_beyond_list says what it gives; a cutoff
+            # past every list and this large is more likely a slip of the keyboard
+            if m.cutoff is not None and m.cutoff > longest and m.cutoff >= HUGE_CUTOFF:
                 out.append(f"{m.text}: the cutoff {m.cutoff} is longer than every ranked list "
                            f"(the longest has {_plural(longest, 'document')})")
     return out

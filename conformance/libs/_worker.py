@@ -2,9 +2,10 @@
 result, not the run.
 
 ``conformance run`` wraps every entry in an :class:`IsolatedEntry`. Its ``evaluate`` pickles
-``(entry, qrels, run, measures)`` to a persistent worker process (one per library, started on
-first use, so each library is imported once) and reads back what ``entry.evaluate`` returned
-there. Two faults become results instead of crashes:
+``(entry, measures)`` to a persistent worker process (one per library, started on first use, so
+each library is imported once) and reads back what ``entry.evaluate`` returned there. The case's
+``(qrels, run)`` is pickled once per case and sent to a worker only when it does not hold it
+already (entries of one library share their worker), so a large run is not copied per entry. Two faults become results instead of crashes:
 
 - the worker dies (os.abort, SIGSEGV, ``sys.exit`` inside the library, killed from outside):
   every measure of that entry on that case gets the error ``library worker died (killed by
@@ -59,7 +60,8 @@ class Worker:
     def __init__(self, key: str) -> None:
         self.key = key
         self.proc: subprocess.Popen | None = None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        self.token: int | None = None  # the case data the live worker holds
 
     @property
     def pid(self) -> int | None:
@@ -150,6 +152,15 @@ class Worker:
 
 
 _WORKERS: dict[str, Worker] = {}
+_LAST: list = []  # [qrels, run, token, pickled (qrels, run)]: one case pickled once for all entries
+_TOKENS = iter(range(1, 1 << 62))
+_NO_DATA = "RuntimeError: worker protocol: the case data was not sent"
+
+
+def _payload(qrels, run) -> tuple[int, bytes]:
+    if not (_LAST and _LAST[0] is qrels and _LAST[1] is run):
+        _LAST[:] = [qrels, run, next(_TOKENS), pickle.dumps((qrels, run), protocol=pickle.HIGHEST_PROTOCOL)]
+    return _LAST[2], _LAST[3]
 
 
 def worker(key: str) -> Worker:
@@ -200,9 +211,19 @@ class IsolatedEntry(Entry):
         return self.inner.default_profile()
 
     def evaluate(self, qrels, run, measures):
+        token, blob = _payload(qrels, run)
+        w = worker(self.inner.library or self.inner.name)
         try:
-            status, value = worker(self.inner.library or self.inner.name).call(
-                ("evaluate", self.inner, qrels, run, list(measures)), self.timeout)
+            with w.lock:
+                # the case's data goes to a worker once, however many of its entries follow
+                fresh = w.proc is None or w.proc.poll() is not None or w.token != token
+                request = ("evaluate", token, blob if fresh else None, self.inner, list(measures))
+                w.token = None  # unknown until the worker answers
+                status, value = w.call(request, self.timeout)
+                if status == "error" and value.startswith(_NO_DATA) and not fresh:
+                    # the worker died and was restarted between the check and the call
+                    status, value = w.call(request[:2] + (blob,) + request[3:], self.timeout)
+                w.token = token
         except WorkerFault as fault:
             return {m: LibraryValues(error=str(fault)) for m in measures}
         if status == "error":
@@ -231,14 +252,19 @@ def serve() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # library prints must not reach the pipe
     sys.stdout = sys.stderr
     source = sys.stdin.buffer
+    held: tuple = (None, None, None)  # (token, qrels, run) of the case last sent
     while True:
         head = source.read(8)
         if len(head) < 8:
             return
         body = source.read(int.from_bytes(head, "little"))
         try:
-            kind, entry, qrels, run, measures = pickle.loads(body)
-            reply = ("ok", entry.evaluate(qrels, run, measures))
+            kind, token, blob, entry, measures = pickle.loads(body)
+            if blob is not None:
+                held = (token, *pickle.loads(blob))
+            if held[0] != token:
+                raise RuntimeError(_NO_DATA.split(": ", 1)[1])
+            reply = ("ok", entry.evaluate(held[1], held[2], measures))
         except Exception as exc:  # the adapter's own failure is this entry's result
             reply = ("error", f"{type(exc).__name__}: {exc}")
         try:
