@@ -18,7 +18,8 @@ An exception raised inside the library is not a fault: ``Entry.evaluate`` record
 in the worker, as it does in-process. An exception in the adapter around it (the entry's own
 ``evaluate`` raising) comes back as that entry's error for the case.
 
-Error texts hold no pid, address or time, so the JSON report stays byte-identical across runs.
+Error texts hold no pid, address or time (``stable_error`` strips XGBoost's clock prefix and
+native stack trace), so the JSON report stays byte-identical across runs.
 
 The worker finds the package (and any module defining a custom entry, such as a test's) through
 the parent's ``sys.path``, passed as ``PYTHONPATH``. Its stdout is the reply pipe only: the
@@ -32,6 +33,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -227,7 +229,10 @@ class IsolatedEntry(Entry):
         except WorkerFault as fault:
             return {m: LibraryValues(error=str(fault)) for m in measures}
         if status == "error":
-            return {m: LibraryValues(error=value) for m in measures}
+            return {m: LibraryValues(error=stable_error(value)) for m in measures}
+        for v in value.values():
+            if v.error is not None:
+                v.error = stable_error(v.error)
         return value
 
     def __eq__(self, other) -> bool:
@@ -236,6 +241,18 @@ class IsolatedEntry(Entry):
 
     def __hash__(self) -> int:
         return hash(self.inner)
+
+
+_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")  # XGBoost: "[03:14:29] src/...: Check failed"
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{8,}\b")
+
+
+def stable_error(text: str) -> str:
+    """A library's error text without what changes from run to run: XGBoost's wall-clock
+    prefix and its native stack trace (load addresses), and any other long hex address. The
+    message itself is kept whole."""
+    text = text.split("\nStack trace:", 1)[0]
+    return _ADDRESS.sub("0x...", _CLOCK.sub("", text)).rstrip()
 
 
 def isolate(entries: list[Entry], timeout: float | None = DEFAULT_TIMEOUT) -> list[Entry]:
