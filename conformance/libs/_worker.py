@@ -159,10 +159,14 @@ _TOKENS = iter(range(1, 1 << 62))
 _NO_DATA = "RuntimeError: worker protocol: the case data was not sent"
 
 
+_LAST_LOCK = threading.Lock()  # a runner may call entries from several threads
+
+
 def _payload(qrels, run) -> tuple[int, bytes]:
-    if not (_LAST and _LAST[0] is qrels and _LAST[1] is run):
-        _LAST[:] = [qrels, run, next(_TOKENS), pickle.dumps((qrels, run), protocol=pickle.HIGHEST_PROTOCOL)]
-    return _LAST[2], _LAST[3]
+    with _LAST_LOCK:
+        if not (_LAST and _LAST[0] is qrels and _LAST[1] is run):
+            _LAST[:] = [qrels, run, next(_TOKENS), pickle.dumps((qrels, run), protocol=pickle.HIGHEST_PROTOCOL)]
+        return _LAST[2], _LAST[3]
 
 
 def worker(key: str) -> Worker:
