@@ -3,8 +3,18 @@
 Every error a user can cause (bad input, unknown measure, axis, value or profile, a convention
 that refuses the input, a file that cannot be read) ends as one line on stderr,
 ``conformance: error: <message>``, and exit status 2. Click's own usage errors (an unknown
-option, a bad ``--format``) keep Click's format and also exit 2. Anything else is a bug and is
-allowed to show its traceback.
+option, a bad ``--format``) keep Click's format and also exit 2. Anything else is a bug in
+conformance: it ends as one line, ``conformance: internal error: <type>: <message>``, with a
+request to report it, and exit status 3 (distinct from 2, so a script can tell its own bad input
+from our bug). The traceback is printed only when the environment sets ``CONFORMANCE_DEBUG=1``.
+No traceback reaches a user otherwise.
+
+Unusual but valid input is evaluated, and each oddity gets a ``conformance: warning:`` line on
+stderr (``--quiet`` silences them): rows ignored (duplicates, empty queries), rows with fields
+past the layout's, queries found in only one of the two files, negative or fractional labels (and
+what the conventions in force do with them), non-numeric ranks, a cutoff of 10,000 or more
+that is longer than every ranked list (a shorter one is common and ``k_beyond_list`` says what
+it gives).
 
 ``conformance eval`` output formats:
 
@@ -50,6 +60,8 @@ from conformance.measures import Measure, MeasureError, parse_measures
 
 DEFAULT_METRICS = "nDCG@10,AP,RR,P@10"
 USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
+HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list is warned about
+INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
 
 
 def _fail(message: str) -> NoReturn:
@@ -87,7 +99,42 @@ def reports_errors(func):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _internal_error(exc: BaseException) -> NoReturn:
+    if os.environ.get("CONFORMANCE_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    text = " ".join(str(exc).split())
+    if isinstance(exc, MemoryError):
+        text = "out of memory" + (f" ({text})" if text else "")
+    else:
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    click.echo(
+        f"conformance: internal error: {text[:500]} (a bug in conformance, not in your input; "
+        "please report it with the command you ran; CONFORMANCE_DEBUG=1 shows the traceback)",
+        err=True,
+    )
+    raise click.exceptions.Exit(INTERNAL_ERROR)
+
+
+class _Guarded(click.Group):
+    """The exception boundary: a user's error is one line and exit 2 (``reports_errors``), an
+    unexpected exception one line and exit 3 (``_internal_error``); never a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            raise click.exceptions.Abort() from None
+        except USER_ERRORS as exc:  # raised outside a command's own handler
+            _fail(str(exc))
+        except Exception as exc:
+            _internal_error(exc)
+
+
+@click.group(cls=_Guarded, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="conformance")
 def main() -> None:
     """Ranking metrics (nDCG, AP, RR, P@k...) under named conventions, beside the libraries
@@ -181,8 +228,9 @@ def eval_command(
 class _Result:
     """Everything evaluated for one invocation."""
 
-    def __init__(self, qrels, run, evaluations, scored: int) -> None:
+    def __init__(self, qrels, run, evaluations, scored: int, base=None, measures=()) -> None:
         self.qrels, self.run = qrels, run
+        self.base, self.measures = base, list(measures)
         self.evaluations = evaluations  # Measure -> Evaluation holding it
         qrels_q = set(qrels.present_qids().tolist())
         run_q = set(run.present_qids().tolist())
@@ -222,7 +270,7 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Con
         for m in group:
             evaluations[m] = ev
     scored = int(evaluate(prep, None, [], base).qids.size)
-    return _Result(qrels, run, evaluations, scored)
+    return _Result(qrels, run, evaluations, scored, base, measures)
 
 
 def _rows(result: _Result, measures: list[Measure], per_query: bool) -> list[tuple]:
@@ -325,12 +373,74 @@ def _report_counts(result: _Result) -> None:
 
 
 def _warnings(result: _Result) -> None:
+    for text in input_warnings(result.qrels, result.run, result.base, result.measures):
+        click.echo(f"conformance: warning: {text}", err=True)
     if result.queries["scored"] == 0:
         click.echo(
             "conformance: warning: no query was scored (the run and the qrels share no query "
             "under the query_set in force), so every mean is nan",
             err=True,
         )
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def input_warnings(qrels, run, conv: Conventions | None, measures: list[Measure]) -> list[str]:
+    """One sentence per oddity of valid input that changes what is evaluated; nothing that is
+    dropped or reinterpreted goes unsaid. ``conv`` None: no single profile (``conformance run``)."""
+    import numpy as np
+
+    out = []
+    for what, table in (("qrels", qrels), ("run", run)):
+        c = table.counts
+        if c.ignored:
+            why = ", ".join(f"{reason}: {n}" for reason, n in sorted(c.reasons.items()))
+            out.append(f"{what} {table.source}: {_plural(c.ignored, 'row')} of {c.read} ignored ({why})")
+        if getattr(c, "extra_fields", 0):
+            out.append(
+                f"{what} {table.source}: {_plural(c.extra_fields, 'row has', 'rows have')} more than "
+                "6 fields; the fields after the sixth were ignored, as trec_eval does (a trailing "
+                "'# comment' is such fields; a file whose lines end in a bare CR is read as one line)")
+    qrels_q = set(qrels.present_qids().tolist())
+    run_q = set(run.present_qids().tolist())
+    run_only, qrels_only = len(run_q - qrels_q), len(qrels_q - run_q)
+    rule = conv.query_set if conv is not None else None
+    if run_only:
+        out.append(f"{_plural(run_only, 'query', 'queries')} of the run {'has' if run_only == 1 else 'have'} "
+                   "no judgments in the qrels and {} not scored".format("is" if run_only == 1 else "are"))
+    if qrels_only:
+        effect = {"qrels": "scored 0 (query_set=qrels)", "run": "not scored (query_set=run)"}.get(
+            rule, "scored as each library's profile says")
+        out.append(f"{_plural(qrels_only, 'judged query', 'judged queries')} of the qrels "
+                   f"{'is' if qrels_only == 1 else 'are'} not in the run: {effect}")
+    label = np.asarray(qrels.label, dtype=np.float64)
+    negative = int((label < 0).sum())
+    if negative:
+        effect = {"unjudged": "read as not relevant, gain 0, not in the ideal (negative_labels=unjudged)",
+                  "keep": "kept as negative gains (negative_labels=keep)"}.get(
+            conv.negative_labels if conv is not None else None, "each library's profile decides")
+        out.append(f"qrels {qrels.source}: {_plural(negative, 'negative label')}: {effect}")
+    fractional = int((label != np.trunc(label)).sum())
+    if fractional:
+        effect = {"int_truncate": "truncated toward zero (label_type=int_truncate)",
+                  "float": "used as they are (label_type=float)"}.get(
+            conv.label_type if conv is not None else None, "each library's profile decides")
+        out.append(f"qrels {qrels.source}: {_plural(fractional, 'fractional label')}: {effect}")
+    no_rank = int(np.isnan(np.asarray(run.rank, dtype=np.float64)).sum())
+    if 0 < no_rank < len(run):  # all NaN: the input has no rank column (JSON), nothing to say
+        out.append(f"run {run.source}: {_plural(no_rank, 'rank')} (field 4) not a number: "
+                   "unused unless rank_source=rank_column")
+    if len(run):
+        longest = int(np.bincount(np.asarray(run.qcode)).max())
+        for m in measures:
+            # P@10 over short lists is common and k_beyond_list says what it gives; a cutoff
+            # past every list and this large is more likely a slip of the keyboard
+            if m.cutoff is not None and m.cutoff > longest and m.cutoff >= HUGE_CUTOFF:
+                out.append(f"{m.text}: the cutoff {m.cutoff} is longer than every ranked list "
+                           f"(the longest has {_plural(longest, 'document')})")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,19 +483,27 @@ def _select_entries(libs: str):
 @click.option("--tol", type=float, default=None, metavar="X",
               help="One tolerance for every comparison (default: each entry's own, 1e-12 for "
                    "float64 libraries and 1e-6 for float32 ones).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--lib-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Stop a library that has not answered one case after this long, and record "
+                   "that as its error for the case; 0: no limit.  [default: 300]")
+@click.option("--quiet", is_flag=True, help="No progress bar and no warnings.")
 @reports_errors
-def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, tol, quiet):
+def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, tol,
+                lib_timeout, quiet):
     """Run library entries beside the reference over the edge-case corpus (or your files) and
     explain every disagreement by the conventions that cause it.
 
+    Each library runs in its own worker process: one that raises, aborts, segfaults or hangs
+    (past --lib-timeout) gets that recorded as its error for the case, and the run goes on.
+
     Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
-    input.
+    input, 3 on an internal error.
     """
     from conformance import summary
+    from conformance.libs._worker import DEFAULT_TIMEOUT, isolate
     from conformance.runner import Subject, run_entries
 
-    entries = _select_entries(libs)
+    entries = isolate(_select_entries(libs), DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout)
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
     if (qrels_path is None) != (run_path is None):
         raise ConformanceError("--qrels and --run go together")
@@ -398,6 +516,11 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         run = cio.load_run(run_path, duplicates="error")
         subjects = [Subject(os.path.basename(run_path), qrels, run,
                             metrics or parse_measures("nDCG@10,nDCG,AP,RR,P@10,R@100"))]
+        if not quiet:
+            click.echo(f"conformance: {_describe('qrels', qrels)}", err=True)
+            click.echo(f"conformance: {_describe('run', run)}", err=True)
+            for text in input_warnings(qrels, run, None, subjects[0].measures):
+                click.echo(f"conformance: warning: {text}", err=True)
     else:
         from conformance.cases import load_cases
 

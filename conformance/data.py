@@ -28,6 +28,8 @@ class ReadCounts:
     comments: int = 0  # comment lines (#...)
     blank: int = 0  # blank lines
     reasons: dict[str, int] = field(default_factory=dict)
+    extra_fields: int = 0  # used rows with fields past the layout's (those fields are ignored,
+    # as trec_eval does; the CLI warns about them)
 
     def ignore(self, reason: str, n: int) -> None:
         if n:

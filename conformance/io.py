@@ -352,6 +352,8 @@ def _general_parse(src: _Text, names: list[str], numeric: str, layout: str, exac
             f"expected {expected} whitespace-separated fields ({layout}), got {len(got)}: {_clip(src.line(k))!r}",
             k,
         )
+    if not exact:  # fields after the last are ignored (trec_eval does): counted, so it can be said
+        counts.extra_fields = int((ntok[rows] > want).sum())
     starts = tokens.offsets.to_numpy()[rows]
     flat = tokens.values
     columns: dict[str, Any] = {}

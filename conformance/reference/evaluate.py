@@ -104,8 +104,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     run_seen = np.zeros(prep.run_label.size, bool)
     run_seen[kept[scored[prep.run_q[kept]]]] = True
     qrels_seen = None if conv.ideal == "judged" else np.zeros(prep.qrels_label.size, bool)
-    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen)
-    run_labels = transform_labels(prep.run_label, conv, prep.qrels_source, run_seen)
+    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen, prep.qrels_line)
+    run_labels = transform_labels(prep.run_label, conv, prep.run_source, run_seen, prep.run_line,
+                                  origin=f"(from {prep.qrels_source}) ")
 
     # judged side: relevant counts and ideal gains from the qrels of scored queries
     jmask = scored[prep.qrels_q] & ~np.isnan(qrels_labels)

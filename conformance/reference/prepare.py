@@ -147,6 +147,7 @@ class Prepared:
         self.qrels_doc_code = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
         self.qrels_doc = DocKey(byte_order, self.qrels_doc_code)
         self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
+        self.qrels_line = np.asarray(qrels.line, dtype=np.int64)  # for refusals naming a line
         self._n_docs = max(len(self._doc_vocab), 1)
         self._judged_doc = np.zeros(self._n_docs, bool)  # per joint code: some qrels row has it
         self._judged_doc[self.qrels_doc_code] = True
@@ -209,7 +210,8 @@ class Prepared:
 
 
 def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
-                     seen: np.ndarray | None = None) -> np.ndarray:
+                     seen: np.ndarray | None = None, lines: np.ndarray | None = None,
+                     origin: str = "") -> np.ndarray:
     """Apply ``label_type`` then ``negative_labels`` to raw labels (NaN = unjudged, kept NaN).
 
     Truncation comes first because trec_eval reads labels with ``atol``: -0.5 becomes 0, which
@@ -225,15 +227,13 @@ def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
         if fractional.any():
             if conv.label_type == "raise" and (fractional & seen_mask).any():
                 fractional = fractional & seen_mask
-                bad = out[fractional][0]
-                raise EvaluationError(f"{where}: label {bad!r} is not an integer (label_type=raise)")
+                raise EvaluationError(_refusal(where, lines, fractional, out, origin + "is not an integer (label_type=raise)"))
             out = np.trunc(out)
     negative = judged & (out < 0)
     if negative.any():
         if conv.negative_labels == "raise" and (negative & seen_mask).any():
             negative = negative & seen_mask
-            bad = out[negative][0]
-            raise EvaluationError(f"{where}: label {bad!r} is negative (negative_labels=raise)")
+            raise EvaluationError(_refusal(where, lines, negative, out, origin + "is negative (negative_labels=raise)"))
         if conv.negative_labels == "unjudged":
             out = np.where(negative, np.nan, out)
     return out
@@ -258,3 +258,12 @@ def scored_queries(prep: Prepared, conv: Conventions) -> np.ndarray:
                          f"(first: {prep.qids[only_qrels][0]!r})")
         raise EvaluationError("query sets differ (query_set=raise): " + "; ".join(parts))
     return prep.in_qrels.copy()
+
+
+def _refusal(where: str, lines: np.ndarray | None, bad: np.ndarray, labels: np.ndarray, problem: str) -> str:
+    """``file:line: label L problem`` for the first refused label (its line when known)."""
+    i = int(np.argmax(bad))
+    value = float(labels[i])
+    text = str(int(value)) if value.is_integer() else repr(value)
+    at = f"{where}:{int(lines[i])}" if lines is not None else where
+    return f"{at}: label {text} {problem}"
