@@ -227,9 +227,19 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Con
     from conformance.reference.prepare import Prepared
 
     _release_freed_memory()
+    # The qrels are read in a second thread while this one reads the run: both readers spend
+    # their time in Arrow and numpy, which release the GIL. A problem in the qrels is still
+    # reported first, as when they were read first.
+    from concurrent.futures import ThreadPoolExecutor
 
-    qrels = cio.load_qrels(qrels_path)
-    run = cio.load_run(run_path, duplicates=base.duplicates)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(cio.load_qrels, qrels_path)
+        try:
+            run = cio.load_run(run_path, duplicates=base.duplicates)
+        except BaseException:
+            pending.result()  # the qrels' own error, if any, comes first
+            raise
+        qrels = pending.result()
     prep = Prepared(qrels, run)  # joined once, shared by every convention set below
     groups: dict[Conventions, list[Measure]] = {}
     for m in measures:
