@@ -168,6 +168,21 @@ class DocWords:
             self._hash[width] = h
         return self._hash[width]
 
+    def strings(self):
+        """The ids as an Arrow string array, rebuilt from the words (exact: a word form exists
+        only for ids whose bytes fill the padding one byte per character, i.e. ASCII)."""
+        import pyarrow as pa
+
+        n, width = len(self), self.width * 8
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(self.lens, out=offsets[1:])
+        chars = self.words.view(np.uint8).reshape(n, width)
+        data = chars[np.arange(width) < self.lens[:, None]]  # row by row: each id's bytes
+        large = offsets[-1] >= 2**31
+        return pa.Array.from_buffers(
+            pa.large_string() if large else pa.string(), n,
+            [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(data)])
+
     def forget_hashes(self) -> None:
         self._hash.clear()
 
@@ -215,8 +230,8 @@ class DocWords:
 class _Table:
     """Shared columns of Qrels and Run (see the module docstring).
 
-    ``dcode``/``docids`` may be computed on first use: readers of large files give the per-row
-    docid strings (``doc_strings``, an Arrow array) and their word form (``doc_words``) instead,
+    ``dcode``/``docids`` may be computed on first use: the TREC readers give the docids' word
+    form (``doc_words``; or per-row strings, ``doc_strings``, an Arrow array) instead,
     since the reference never needs a docid vocabulary, and building one for millions of ids
     costs more than the whole evaluation.
     """
@@ -236,7 +251,8 @@ class _Table:
             from conformance.io import _factorize  # the readers' exact first-appearance coding
 
             if len(self.qcode):
-                self._dcode, self._docids = _factorize(self.doc_strings)
+                strings = self.doc_strings if self.doc_strings is not None else self.doc_words.strings()
+                self._dcode, self._docids = _factorize(strings)
             else:
                 self._dcode, self._docids = np.zeros(0, np.int64), np.zeros(0, object)
 

@@ -661,7 +661,8 @@ def _encode_pairs(qid, docid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 
 def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | None:
     """The fast coding: query codes and vocabulary, and the docids as per-row strings and words
-    (no docid vocabulary: ``data._Table`` builds it if asked). None when the docids have no
+    (no docid vocabulary: ``data._Table`` builds it from the words if asked; the strings are
+    not kept, 13 bytes a row on the usual docids). None when the docids have no
     word form, or when two rows may hold the same (query, docid) pair (then the exact coding
     settles, and names, the repeats)."""
     if not isinstance(docid, (pa.Array, pa.ChunkedArray)) or len(docid) < 2:
@@ -693,7 +694,7 @@ def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicate
         qcode, qvocab, strings, words = fast
         run = Run(qcode, _to_object(qvocab), None, None, np.asarray(line, dtype=np.int64), name, counts,
                   np.ascontiguousarray(score, dtype=np.float64), np.ascontiguousarray(rank, dtype=np.float64),
-                  doc_strings=strings, doc_words=words)
+                  doc_words=words)
         run.distinct_pairs, run.qid_strings = True, qvocab
         return run
     qcode, qids, dcode, docids, key, repeats = _encode_pairs(qid, docid)
@@ -732,7 +733,7 @@ def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) ->
     if fast is not None:
         qcode, qvocab, strings, words = fast
         qrels = Qrels(qcode, _to_object(qvocab), None, None, np.asarray(line, dtype=np.int64), name, counts,
-                      np.ascontiguousarray(label, dtype=np.float64), doc_strings=strings, doc_words=words)
+                      np.ascontiguousarray(label, dtype=np.float64), doc_words=words)
         qrels.distinct_pairs, qrels.qid_strings = True, qvocab
         return qrels
     qcode, qids, dcode, docids, key, repeats = _encode_pairs(qid, docid)
