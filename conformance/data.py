@@ -56,18 +56,233 @@ def _encode(ids: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), vocab.astype(object)
 
 
-@dataclass
+_NP_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+             "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+             "float": np.float32, "double": np.float64}
+
+
+def arrow_numpy(arr) -> np.ndarray:
+    """A numeric Arrow array or chunked array as numpy, zero-copy where it can be.
+
+    Arrow's own ``to_numpy`` imports pandas on first use (about half a second), which the
+    evaluation path never needs; numbers without nulls are read from the buffer instead.
+    """
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 1:
+            return arrow_numpy(arr.chunk(0))
+        dtype = _NP_TYPES.get(str(arr.type))
+        if dtype is None:
+            return arr.to_numpy()
+        parts = [arrow_numpy(c) for c in arr.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+    dtype = _NP_TYPES.get(str(arr.type))
+    if dtype is None or arr.null_count:
+        return arr.to_numpy(zero_copy_only=False)
+    if len(arr) == 0:
+        return np.zeros(0, dtype)
+    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * np.dtype(dtype).itemsize)
+
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_MAX_WORD_BYTES = 128  # longer ids: no word form (readers fall back to exact string coding)
+
+
+class DocWords:
+    """Per-row document ids as fixed-width words, for equality and byte order without a vocabulary.
+
+    Each id is padded with NUL bytes to ``width`` bytes (a multiple of 8, the longest id rounded
+    up) and read as ``width / 8`` little-endian uint64 words; ``lens`` keeps the byte lengths.
+    Two ids are equal exactly when their lengths and words are; their byte-wise (strcmp, code
+    point) order is that of the big-endian words, then the length (NUL padding sorts first, so a
+    proper prefix comes first, as in bytes order). ``hash(width)`` is a 64-bit hash that equal ids
+    share whatever the width of the matrix they sit in (zero words beyond it are hashed alike);
+    unequal ids may share it, so every use verifies a match on the words.
+
+    This replaces dictionary-encoding millions of docid strings, which is most of the cost of
+    reading a large run, on the paths that only need equality and order (the reference's join,
+    duplicate check and docid tie rules). Build with :meth:`of`, which returns None for ids it
+    cannot pad to one width (ids over 128 bytes; non-ASCII ids whose padding Arrow counts in
+    code points).
+    """
+
+    def __init__(self, words: np.ndarray, lens: np.ndarray) -> None:
+        self.words, self.lens = words, lens
+        self._hash: dict[int, np.ndarray] = {}
+
+    @classmethod
+    def of(cls, strings) -> "DocWords | None":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(strings, pa.ChunkedArray):
+            chunks = [c for c in strings.chunks if len(c)]
+        else:
+            chunks = [strings] if len(strings) else []
+        if not chunks:
+            return cls(np.zeros((0, 1), np.uint64), np.zeros(0, np.int32))
+        if not all(pa.types.is_string(c.type) for c in chunks):
+            return None
+        lens = [pc.binary_length(c) for c in chunks]
+        longest = max(pc.max(x).as_py() for x in lens)
+        width = max(8, (longest + 7) // 8 * 8)
+        if width > _MAX_WORD_BYTES:
+            return None
+        parts = []
+        for c in chunks:
+            padded = pc.utf8_rpad(c, width, padding="\x00")
+            if padded.buffers()[2] is None:  # pragma: no cover - width >= 8 gives bytes
+                return None
+            off = np.frombuffer(padded.buffers()[1], np.int32, len(padded) + 1, padded.offset * 4)
+            if int(off[-1] - off[0]) != width * len(padded):  # multi-byte characters: not one width
+                return None
+            parts.append(np.frombuffer(padded.buffers()[2], np.uint64, len(padded) * width // 8,
+                                       int(off[0])).reshape(-1, width // 8))
+        words = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        lens_np = np.concatenate([arrow_numpy(x) for x in lens]).astype(np.int32, copy=False)
+        return cls(words, lens_np)
+
+    def __len__(self) -> int:
+        return int(self.lens.size)
+
+    @property
+    def width(self) -> int:
+        return int(self.words.shape[1])
+
+    def hash(self, width: int | None = None) -> np.ndarray:
+        """uint64 per row, the same for equal ids in matrices of any width up to ``width``."""
+        width = self.width if width is None else max(width, self.width)
+        if width not in self._hash:
+            with np.errstate(over="ignore"):
+                h = self.lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                for j in range(self.width):
+                    h ^= self.words[:, j]
+                    h *= _M1
+                    h ^= h >> np.uint64(29)
+                for _ in range(self.width, width):  # zero words: the same steps as above
+                    h *= _M1
+                    h ^= h >> np.uint64(29)
+                h ^= h >> np.uint64(33)
+                h *= _M2
+                h ^= h >> np.uint64(33)
+            self._hash[width] = h
+        return self._hash[width]
+
+    def strings(self):
+        """The ids as an Arrow string array, rebuilt from the words (exact: a word form exists
+        only for ids whose bytes fill the padding one byte per character, i.e. ASCII)."""
+        import pyarrow as pa
+
+        n, width = len(self), self.width * 8
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(self.lens, out=offsets[1:])
+        chars = self.words.view(np.uint8).reshape(n, width)
+        data = chars[np.arange(width) < self.lens[:, None]]  # row by row: each id's bytes
+        large = offsets[-1] >= 2**31
+        return pa.Array.from_buffers(
+            pa.large_string() if large else pa.string(), n,
+            [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(data)])
+
+    def forget_hashes(self) -> None:
+        self._hash.clear()
+
+    def same(self, a: np.ndarray, other: "DocWords", b: np.ndarray) -> np.ndarray:
+        """Whether id ``a[i]`` of self equals id ``b[i]`` of ``other``, exactly."""
+        eq = self.lens[a] == other.lens[b]
+        common = min(self.width, other.width)
+        for j in range(common):
+            eq &= self.words[a, j] == other.words[b, j]
+        # equal lengths fit in the common width: the wider matrix's extra words are zero there
+        return eq
+
+    def sort_keys(self, rows: np.ndarray | None = None, descending: bool = False) -> list[np.ndarray]:
+        """``np.lexsort`` keys (least significant first) that order rows (of ``rows``, all when
+        None) as their ids byte-wise, ascending or descending; equal ids tie."""
+        words = self.words if rows is None else self.words[rows]
+        lens = self.lens if rows is None else self.lens[rows]
+        be = words.byteswap()  # big-endian value order is byte order
+        if descending:
+            np.invert(be, out=be)  # reverses the order of uint64 values
+            lens = -lens.astype(np.int64)
+        return [lens] + [be[:, j] for j in range(be.shape[1] - 1, -1, -1)]
+
+    def order_codes(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """int64 per row (of ``rows``, all when None): ordered as the ids byte-wise, equal for
+        equal ids (dense ranks among these rows)."""
+        words = self.words if rows is None else self.words[rows]
+        lens = self.lens if rows is None else self.lens[rows]
+        n = lens.size
+        if n == 0:
+            return np.zeros(0, np.int64)
+        be = words.byteswap()  # big-endian value order is byte order
+        order = np.lexsort([lens] + [be[:, j] for j in range(be.shape[1] - 1, -1, -1)])
+        ls, ws = lens[order], be[order]
+        new = np.empty(n, bool)
+        new[0] = True
+        new[1:] = ls[1:] != ls[:-1]
+        for j in range(ws.shape[1]):
+            new[1:] |= ws[1:, j] != ws[:-1, j]
+        codes = np.empty(n, np.int64)
+        codes[order] = np.cumsum(new) - 1
+        return codes
+
+
 class _Table:
-    qcode: np.ndarray  # int64 per row -> index into qids
-    qids: np.ndarray  # object array of unique str
-    dcode: np.ndarray  # int64 per row -> index into docids
-    docids: np.ndarray  # object array of unique str
-    line: np.ndarray  # int64 per row: 1-based source line (or record number)
-    source: str
-    counts: ReadCounts
+    """Shared columns of Qrels and Run (see the module docstring).
+
+    ``dcode``/``docids`` may be computed on first use: the TREC readers give the docids' word
+    form (``doc_words``; or per-row strings, ``doc_strings``, an Arrow array) instead,
+    since the reference never needs a docid vocabulary, and building one for millions of ids
+    costs more than the whole evaluation.
+    """
+
+    def __init__(self, qcode, qids, dcode, docids, line, source: str, counts: ReadCounts,
+                 *, doc_strings=None, doc_words: DocWords | None = None) -> None:
+        self.qcode, self.qids = qcode, qids
+        self._dcode, self._docids = dcode, docids
+        self.line, self.source, self.counts = line, source, counts
+        self.doc_strings, self.doc_words = doc_strings, doc_words
+        self.qid_strings = None  # the readers' Arrow copy of ``qids`` (same order), if any
+        # set by the readers: True when (query, docid) pairs are known to be distinct
+        self.distinct_pairs: bool | None = None
+
+    def _vocab(self) -> None:
+        if self._dcode is None:
+            from conformance.io import _factorize  # the readers' exact first-appearance coding
+
+            if len(self.qcode):
+                strings = self.doc_strings if self.doc_strings is not None else self.doc_words.strings()
+                self._dcode, self._docids = _factorize(strings)
+            else:
+                self._dcode, self._docids = np.zeros(0, np.int64), np.zeros(0, object)
+
+    @property
+    def dcode(self) -> np.ndarray:
+        """int64 per row -> index into docids."""
+        self._vocab()
+        return self._dcode
+
+    @dcode.setter
+    def dcode(self, value) -> None:
+        self._dcode = value
+
+    @property
+    def docids(self) -> np.ndarray:
+        """Object array of the unique docid strings, in order of first appearance."""
+        self._vocab()
+        return self._docids
+
+    @docids.setter
+    def docids(self, value) -> None:
+        self._docids = value
 
     def __len__(self) -> int:
         return int(self.qcode.size)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.source!r}, {len(self)} rows, {len(self.qids)} queries)"
 
     def query_ids(self) -> np.ndarray:
         """Per-row query id strings (materialised: use on small inputs)."""
@@ -78,12 +293,19 @@ class _Table:
 
     def present_qids(self) -> np.ndarray:
         """The query ids that have at least one row, sorted."""
-        return np.sort(self.qids[np.unique(self.qcode)]) if len(self) else np.zeros(0, object)
+        if not len(self):
+            return np.zeros(0, object)
+        present = np.bincount(self.qcode, minlength=len(self.qids)) > 0
+        return np.sort(self.qids[present])
 
 
-@dataclass
 class Qrels(_Table):
-    label: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64 per row
+    """Judgments: ``label`` is float64 per row."""
+
+    def __init__(self, qcode, qids, dcode, docids, line, source: str, counts: ReadCounts,
+                 label=None, **docs) -> None:
+        super().__init__(qcode, qids, dcode, docids, line, source, counts, **docs)
+        self.label = np.zeros(0) if label is None else label
 
     @classmethod
     def from_records(cls, records: Iterable[tuple[str, str, float]], source: str = "<qrels>") -> "Qrels":
@@ -108,10 +330,14 @@ class Qrels(_Table):
         return out
 
 
-@dataclass
 class Run(_Table):
-    score: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64 per row
-    rank: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64 per row, NaN if absent
+    """Ranked lists: ``score`` float64 per row, ``rank`` float64 per row (NaN if absent)."""
+
+    def __init__(self, qcode, qids, dcode, docids, line, source: str, counts: ReadCounts,
+                 score=None, rank=None, **docs) -> None:
+        super().__init__(qcode, qids, dcode, docids, line, source, counts, **docs)
+        self.score = np.zeros(0) if score is None else score
+        self.rank = np.zeros(0) if rank is None else rank
 
     @classmethod
     def from_records(

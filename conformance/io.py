@@ -119,7 +119,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from conformance.conventions import AXES
-from conformance.data import Qrels, ReadCounts, Run
+from conformance.data import DocWords, Qrels, ReadCounts, Run, arrow_numpy
 from conformance.errors import InputError
 
 __all__ = [
@@ -255,6 +255,20 @@ class _Parsed:
         self.columns, self.line, self.counts = columns, line, counts
 
 
+def _valid_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8, by Arrow's validator on the whole buffer at once (~1 GB/s)."""
+    large = len(data) >= 2**31 - 1
+    arr = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(), 1,
+        [None, pa.py_buffer(np.array([0, len(data)], np.int64 if large else np.int32)), pa.py_buffer(data)],
+    )
+    try:
+        arr.cast(pa.large_string() if large else pa.string())
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     """The clean case: one kind of separator, used once between fields, no comments, no blanks.
 
@@ -270,7 +284,11 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     has_tab = b"\t" in data
     if has_tab and b" " in data:
         return None
-    types = {name: pa.string() for name in names}
+    if not _valid_utf8(data):
+        return None
+    # Fields the readers do not keep (Q0, tag, iter) are read as bytes: only their presence is
+    # checked (no empty field), and the whole file was checked to be UTF-8 above, once.
+    types = {name: pa.string() if name in ("qid", "docid") else pa.binary() for name in names}
     types[numeric] = _F64
     if "rank" in types:  # a rank that is not a number sends the file to the general path
         types["rank"] = _F64
@@ -293,7 +311,7 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
                 false_values=[],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
-                check_utf8=True,
+                check_utf8=False,
             ),
         )
     except (pa.ArrowException, ValueError):
@@ -310,7 +328,7 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     columns = {name: table.column(name) for name in ("qid", "docid", "rank", numeric) if name in names}
     for name in ("rank", numeric):
         if name in columns:
-            columns[name] = columns[name].to_numpy()
+            columns[name] = arrow_numpy(columns[name])
     del table
     return _Parsed(columns, np.arange(1, n + 1, dtype=np.int64), ReadCounts(read=n, used=n))
 
@@ -465,8 +483,10 @@ def _as_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _to_object(strings: pa.Array) -> np.ndarray:
-    out = strings.to_numpy(zero_copy_only=False)
-    return out if out.dtype == object else out.astype(object)
+    # to_pylist, not to_numpy: Arrow's to_numpy of strings imports pandas (~0.5 s)
+    out = np.empty(len(strings), dtype=object)
+    out[:] = strings.to_pylist()
+    return out
 
 
 def _factorize(values: pa.Array | pa.ChunkedArray, *, method: str | None = None,
@@ -504,7 +524,7 @@ def _factorize_arrow(values: pa.Array | pa.ChunkedArray, *, method: str | None =
         if out is not None:
             return out
     enc = pc.dictionary_encode(arr)
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+    return arrow_numpy(enc.indices).astype(np.int64), enc.dictionary
 
 
 def _factorize_sort(arr: pa.Array, hash_bits: int | None) -> tuple[np.ndarray, pa.Array] | None:
@@ -641,7 +661,44 @@ def _encode_pairs(qid, docid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return qcode, qids, dcode, docids, key, repeats
 
 
+def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | None:
+    """The fast coding: query codes and vocabulary, and the docids as per-row strings and words
+    (no docid vocabulary: ``data._Table`` builds it from the words if asked; the strings are
+    not kept, 13 bytes a row on the usual docids). None when the docids have no
+    word form, or when two rows may hold the same (query, docid) pair (then the exact coding
+    settles, and names, the repeats)."""
+    if not isinstance(docid, (pa.Array, pa.ChunkedArray)) or len(docid) < 2:
+        return None
+    words = DocWords.of(docid)
+    if words is None:
+        return None
+    qcode, qvocab = _factorize_arrow(qid)
+    key = _pair_hash(qcode, words)
+    key.sort()
+    if (key[1:] == key[:-1]).any():  # a repeat, or (rarely) a hash collision
+        return None
+    return qcode, qvocab, docid, words
+
+
+def _pair_hash(qcode: np.ndarray, words: DocWords, width: int | None = None) -> np.ndarray:
+    """A uint64 per row, equal for rows with equal (query code, docid)."""
+    with np.errstate(over="ignore"):
+        key = qcode.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        key ^= words.hash(width)
+        key *= np.uint64(0xFF51AFD7ED558CCD)
+        key ^= key >> np.uint64(31)
+    return key
+
+
 def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicates: str, unit: str) -> Run:
+    fast = _encode_words(qid, docid)
+    if fast is not None:
+        qcode, qvocab, strings, words = fast
+        run = Run(qcode, _to_object(qvocab), None, None, np.asarray(line, dtype=np.int64), name, counts,
+                  np.ascontiguousarray(score, dtype=np.float64), np.ascontiguousarray(rank, dtype=np.float64),
+                  doc_words=words)
+        run.distinct_pairs, run.qid_strings = True, qvocab
+        return run
     qcode, qids, dcode, docids, key, repeats = _encode_pairs(qid, docid)
     score = np.ascontiguousarray(score, dtype=np.float64)
     rank = np.ascontiguousarray(rank, dtype=np.float64)
@@ -674,6 +731,13 @@ def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicate
 
 
 def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) -> Qrels:
+    fast = _encode_words(qid, docid)
+    if fast is not None:
+        qcode, qvocab, strings, words = fast
+        qrels = Qrels(qcode, _to_object(qvocab), None, None, np.asarray(line, dtype=np.int64), name, counts,
+                      np.ascontiguousarray(label, dtype=np.float64), doc_words=words)
+        qrels.distinct_pairs, qrels.qid_strings = True, qvocab
+        return qrels
     qcode, qids, dcode, docids, key, repeats = _encode_pairs(qid, docid)
     label = np.ascontiguousarray(label, dtype=np.float64)
     line = np.asarray(line, dtype=np.int64)

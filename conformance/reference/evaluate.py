@@ -101,8 +101,24 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     # Which labels the evaluation reads, for the conventions that refuse some labels: the
     # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
     kept = prep.kept_rows(conv.duplicates)
-    run_seen = np.zeros(prep.run_label.size, bool)
-    run_seen[kept[scored[prep.run_q[kept]]]] = True
+    whole_run = kept is prep.run_order  # every row kept, in order
+    in_scored = scored[prep.run_q] if whole_run else scored[prep.run_q[kept]]
+    if whole_run and in_scored.all():
+        # The usual case (no duplicate, every run query scored): the run's own arrays serve
+        # as they are; selecting "all rows" would copy each of them (time and peak memory).
+        rows = None
+        run_seen = None
+
+        def sel(a):
+            return a
+    else:
+        rows = kept[in_scored]
+        run_seen = np.zeros(prep.run_label.size, bool)
+        run_seen[rows] = True
+
+        def sel(a):
+            return a[rows]
+    del in_scored
     qrels_seen = None if conv.ideal == "judged" else np.zeros(prep.qrels_label.size, bool)
     qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen, prep.qrels_line)
     run_labels = transform_labels(prep.run_label, conv, prep.run_source, run_seen, prep.run_line,
@@ -116,32 +132,34 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     jgain = gains(jlab, conv)
 
     # run side: rows of scored queries, kept under the duplicates policy
-    rows = prep.kept_rows(conv.duplicates)
-    rows = rows[scored[prep.run_q[rows]]]
     if conv.rank_source == "rank_column":
-        primary = prep.run_rank[rows]
+        primary = sel(prep.run_rank)
         if np.isnan(primary).any():
             raise EvaluationError(
                 f"{prep.run_source}: rank_source=rank_column but line "
-                f"{prep.run_line[rows][np.isnan(primary)][0]} has no numeric rank"
+                f"{sel(prep.run_line)[np.isnan(primary)][0]} has no numeric rank"
             )
+    elif conv.score_precision == "float32":
+        with np.errstate(over="ignore"):  # beyond float32 range: +-inf, still ordered
+            p32 = sel(prep.run_score).astype(np.float32)
+        np.negative(p32, out=p32)  # negation is exact: -float32(x) == float32(-x)
+        primary = p32.astype(np.float64)
+        del p32
     else:
-        score = prep.run_score[rows]
-        if conv.score_precision == "float32":
-            with np.errstate(over="ignore"):  # beyond float32 range: +-inf, still ordered
-                score = score.astype(np.float32).astype(np.float64)
-        primary = -score
+        primary = -sel(prep.run_score)
+    # query index among the scored queries, per row
+    q_rows = sel(prep.run_q) if nq == scored.size else local[sel(prep.run_q)]
 
-    if conv.single_document == "raise" and rows.size:
-        listed = np.bincount(local[prep.run_q[rows]], minlength=nq)
+    if conv.single_document == "raise" and q_rows.size:
+        listed = np.bincount(q_rows, minlength=nq)
         if (listed == 1).any():
             raise EvaluationError(
                 f"query {prep.qids[scored][listed == 1][0]!r} has a one-document list "
                 "(single_document=raise)")
 
     def context(tie_rule: str) -> Context:
-        ranked = rank(local[prep.run_q[rows]], primary, prep.run_doc[rows], prep.run_order[rows],
-                      run_labels[rows], nq, conv, tie_rule)
+        ranked = rank(q_rows, primary, prep.run_doc if rows is None else prep.run_doc[rows],
+                      sel(prep.run_order), sel(run_labels), nq, conv, tie_rule)
         return Context(conv, ranked, tie_rule, R_judged, jgain, jq)
 
     out = Evaluation(prep.qids[scored])

@@ -40,6 +40,15 @@ class Context:
     # Under ties=unspecified: the context of the same rows grouped into tie groups (average),
     # used only to tell whether a cut splits a tied group.
     tie_groups: object = None
+    _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
+
+    def discounted_gains(self) -> np.ndarray:
+        if self._gain_discount is None:
+            r = self.ranked
+            d = discounts(r.pos, self.conv)
+            d *= r.e_gain  # x * y is y * x: the same values as e_gain * discounts
+            self._gain_discount = d
+        return self._gain_discount
 
     @property
     def R(self) -> np.ndarray:
@@ -185,7 +194,7 @@ def dcg(ctx: Context, m: Measure) -> Result:
     """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when the
     ideal DCG is <= 0, as for nDCG, so that empty_query treats DCG and nDCG alike."""
     r = ctx.ranked
-    val = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
+    val = r.upto(ctx.discounted_gains(), m.cutoff)
     return val, ctx.idcg(m.cutoff) <= 0
 
 
@@ -195,7 +204,7 @@ def ndcg(ctx: Context, m: Measure) -> Result:
     Empty when IDCG@k <= 0 (0/0; a negative ideal arises only under negative_labels=keep, and
     libraries that keep negative gains, such as XGBoost's linear gain, treat it as empty too)."""
     r = ctx.ranked
-    d = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
+    d = r.upto(ctx.discounted_gains(), m.cutoff)
     ideal = ctx.idcg(m.cutoff)
     return _safe_div(d, ideal), ideal <= 0
 

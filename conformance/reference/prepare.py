@@ -18,21 +18,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.data import Qrels, Run, arrow_numpy
 from conformance.errors import EvaluationError
 
 
-def _sorted_union_codes(a: np.ndarray, b: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def _strings(table) -> pa.Array:
+    """A table's query vocabulary as Arrow strings: the readers' own copy when there is one
+    (``pa.array`` on Python strings makes pyarrow import pandas, half a second)."""
+    if table.qid_strings is not None:
+        return table.qid_strings
+    return pa.array(list(table.qids), type=pa.string())
+
+
+def _sorted_union_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Unique strings of ``a`` and ``b`` sorted byte-wise; and each one's position in that order.
 
     Arrow compares strings as bytes, which for UTF-8 is also code point order: the same order
     trec_eval's strcmp gives on the raw docnos.
     """
-    both = pa.array(np.concatenate([a, b]), type=pa.string())
-    uniq = pc.unique(both)
+    a_arr, b_arr = a, b
+    uniq = pc.unique(pa.concat_arrays([a_arr, b_arr]))
     uniq = uniq.take(pc.sort_indices(uniq))
-    a_pos = pc.index_in(pa.array(a, type=pa.string()), value_set=uniq).to_numpy(zero_copy_only=False)
-    b_pos = pc.index_in(pa.array(b, type=pa.string()), value_set=uniq).to_numpy(zero_copy_only=False)
+    a_pos = arrow_numpy(pc.index_in(a_arr, value_set=uniq))
+    b_pos = arrow_numpy(pc.index_in(b_arr, value_set=uniq))
     return (
         uniq,
         a_pos.astype(np.int64),
@@ -41,7 +49,7 @@ def _sorted_union_codes(a: np.ndarray, b: np.ndarray) -> tuple[pa.Array, np.ndar
 
 
 def _arrow_strings(values: np.ndarray) -> pa.Array:
-    return pa.array(values, type=pa.string()) if len(values) else pa.array([], type=pa.string())
+    return pa.array(list(values), type=pa.string())
 
 
 def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
@@ -118,6 +126,38 @@ class DocKey:
         return out if dtype is None else out.astype(dtype)
 
 
+class _WordsKey:
+    """A :class:`DocKey` read from the docids' word form (``data.DocWords``): ``codes(rows)``
+    orders only the rows asked about, from their padded bytes, with no string sort and no
+    vocabulary. ``np.asarray(key)`` is the exact key of :class:`Prepared` (built on demand)."""
+
+    def __init__(self, words, rows: np.ndarray | None, full) -> None:
+        self._words, self._rows, self._full = words, rows, full
+
+    def __getitem__(self, rows) -> "_WordsKey":
+        idx = np.arange(len(self._words))[rows] if self._rows is None else self._rows[rows]
+        return _WordsKey(self._words, idx, self._full)
+
+    def __len__(self) -> int:
+        return len(self._words) if self._rows is None else int(self._rows.size)
+
+    def codes(self, rows: np.ndarray | None = None) -> np.ndarray:
+        if rows is None:
+            return self._words.order_codes(self._rows)
+        return self._words.order_codes(rows if self._rows is None else self._rows[rows])
+
+    def sort_keys(self, rows: np.ndarray | None = None, descending: bool = False) -> list[np.ndarray]:
+        """``np.lexsort`` keys ordering the rows by docid bytes (see ``DocWords.sort_keys``)."""
+        if rows is None:
+            return self._words.sort_keys(self._rows, descending)
+        return self._words.sort_keys(rows if self._rows is None else self._rows[rows], descending)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = np.asarray(self._full())
+        out = out if self._rows is None else out[self._rows]
+        return out if dtype is None else out.astype(dtype)
+
+
 class Prepared:
     """Qrels and run in one coding. Arrays are per run row (``run_*``) or per qrels row (``qrels_*``).
 
@@ -127,39 +167,89 @@ class Prepared:
     equal docids; no order). ``run_label``: the raw qrels label of the row's (query, doc), NaN
     when the pair is not judged. ``run_order``: the row's position in the run as listed (for
     input-order tie rules).
+
+    When both inputs carry their docids in word form (``data.DocWords``, as the TREC readers
+    give them), the join, the duplicate check and the docid tie key use the words, and the
+    joint docid coding (``run_doc_code``, ``qrels_doc_code``) is built only if asked for.
     """
 
     def __init__(self, qrels: Qrels, run: Run) -> None:
         self.qrels_source, self.run_source = qrels.source, run.source
-        qvocab, rq, qq = _sorted_union_codes(run.qids, qrels.qids)
-        self.qids = np.asarray(qvocab.to_pylist(), dtype=object)
-        self._doc_vocab, rd, qd = _joint_codes(_arrow_strings(run.docids), _arrow_strings(qrels.docids))
+        self._qrels_in, self._run_in = qrels, run
+        qvocab, rq, qq = _sorted_union_codes(_strings(run), _strings(qrels))
+        self.qids = np.empty(len(qvocab), dtype=object)
+        self.qids[:] = qvocab.to_pylist()
         self.n_queries = int(self.qids.size)
         self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
-        self.run_doc_code = rd[run.dcode] if len(run) else np.zeros(0, np.int64)
-        byte_order = _ByteOrder(self._doc_vocab)
-        self.run_doc = DocKey(byte_order, self.run_doc_code)
         self.run_score = np.asarray(run.score, dtype=np.float64)
         self.run_rank = np.asarray(run.rank, dtype=np.float64)
         self.run_line = np.asarray(run.line, dtype=np.int64)
         self.run_order = np.arange(len(run), dtype=np.int64)
         self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
-        self.qrels_doc_code = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
-        self.qrels_doc = DocKey(byte_order, self.qrels_doc_code)
         self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
         self.qrels_line = np.asarray(qrels.line, dtype=np.int64)  # for refusals naming a line
-        self._n_docs = max(len(self._doc_vocab), 1)
-        self._judged_doc = np.zeros(self._n_docs, bool)  # per joint code: some qrels row has it
-        self._judged_doc[self.qrels_doc_code] = True
         self.in_run = np.zeros(self.n_queries, bool)
         self.in_run[self.run_q] = True
         self.in_qrels = np.zeros(self.n_queries, bool)
         self.in_qrels[self.qrels_q] = True
         self._dedup: dict[str, np.ndarray] = {}
+        self._merged: np.ndarray | None = None  # run_label from the word-form join
+        if run.doc_words is not None and qrels.doc_words is not None and len(run) and len(qrels):
+            self._merged = _merge_labels(self.run_q, run.doc_words, self.qrels_q, qrels.doc_words,
+                                         self.qrels_label)
+            run.doc_words.forget_hashes()  # 8 bytes a row, not needed again (peak memory)
+            qrels.doc_words.forget_hashes()
+        if self._merged is not None:
+            self.run_doc = _WordsKey(run.doc_words, None, lambda: self._exact_run_doc)
+            self._run_distinct = True  # the join saw every repeated (query, docid) pair
+        else:
+            self.run_doc = self._exact_run_doc
+            self._run_distinct = False
+
+    @cached_property
+    def _coding(self):
+        """The exact joint docid coding (vocabulary, run codes, qrels codes, byte order)."""
+        qrels, run = self._qrels_in, self._run_in
+        vocab, rd, qd = _joint_codes(_arrow_strings(run.docids), _arrow_strings(qrels.docids))
+        run_code = rd[run.dcode] if len(run) else np.zeros(0, np.int64)
+        qrels_code = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
+        return vocab, run_code, qrels_code, _ByteOrder(vocab)
+
+    @property
+    def _doc_vocab(self) -> pa.Array:
+        return self._coding[0]
+
+    @property
+    def run_doc_code(self) -> np.ndarray:
+        return self._coding[1]
+
+    @property
+    def qrels_doc_code(self) -> np.ndarray:
+        return self._coding[2]
+
+    @cached_property
+    def _exact_run_doc(self) -> DocKey:
+        return DocKey(self._coding[3], self.run_doc_code)
+
+    @cached_property
+    def qrels_doc(self) -> DocKey:
+        return DocKey(self._coding[3], self.qrels_doc_code)
+
+    @property
+    def _n_docs(self) -> int:
+        return max(len(self._doc_vocab), 1)
+
+    @cached_property
+    def _judged_doc(self) -> np.ndarray:
+        judged = np.zeros(self._n_docs, bool)  # per joint code: some qrels row has it
+        judged[self.qrels_doc_code] = True
+        return judged
 
     @cached_property
     def run_label(self) -> np.ndarray:
         """Raw qrels label of each run row, NaN where (query, doc) is not judged."""
+        if self._merged is not None:
+            return self._merged
         qkey = self.qrels_q * self._n_docs + self.qrels_doc_code
         order = np.argsort(qkey, kind="stable")
         skey = qkey[order]
@@ -175,6 +265,8 @@ class Prepared:
 
     def kept_rows(self, policy: str) -> np.ndarray:
         """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
+        if policy not in self._dedup and self._run_distinct:
+            self._dedup[policy] = self.run_order
         if policy not in self._dedup:
             key = self.run_q * self._n_docs + self.run_doc_code
             plain = np.sort(key)  # a fast sort answers the usual question: no repeats at all
@@ -182,7 +274,7 @@ class Prepared:
                 self._dedup[policy] = self.run_order
                 return self.run_order
             # (query, docid in byte order): the error names the first repeat in that order
-            key = self.run_q * self._n_docs + np.asarray(self.run_doc)
+            key = self.run_q * self._n_docs + np.asarray(self._exact_run_doc)
             order = np.argsort(key, kind="stable")
             skey = key[order]
             same = skey[1:] == skey[:-1]
@@ -209,6 +301,89 @@ class Prepared:
         return self._doc_vocab[int(self.run_doc_code[row])].as_py()
 
 
+def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
+                  qrels_label: np.ndarray, hash_bits: int = 64) -> np.ndarray | None:
+    """Each run row's qrels label (NaN when not judged), joined by one sort; None when the
+    exact join must decide (a (query, docid) pair repeated in the run or in the qrels).
+
+    Every row of both inputs gets a 64-bit hash of (query, docid); the high bits of the hash
+    and the row's index share one uint64, and one ``np.sort`` brings rows of equal hash
+    together. Equal (query, docid) pairs have equal hashes, so a run row's judgment is in its
+    group; each candidate pair is verified on the query and the docid words, so a hash
+    collision can neither make nor hide a match. Groups of two are handled in bulk, the few
+    larger ones (collisions of the shortened hash) one by one. ``hash_bits`` keeps only that
+    many bits of the hash (tests use it to force collisions).
+    """
+    from conformance.io import _pair_hash
+
+    width = max(run_words.width, qrels_words.width)
+    nq, nr = qrels_q.size, run_q.size
+    n = nq + nr
+    bits = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    packed = np.empty(n, np.uint64)
+    packed[:nq] = _pair_hash(qrels_q, qrels_words, width)
+    packed[nq:] = _pair_hash(run_q, run_words, width)
+    packed >>= np.uint64(max(bits, 64 - hash_bits))
+    packed <<= np.uint64(max(bits, 64 - hash_bits))
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    high = packed >> np.uint64(bits)
+    eq = np.flatnonzero(high[1:] == high[:-1])
+    del high
+    label = np.full(nr, np.nan)
+    if eq.size == 0:
+        return label
+    # groups of equal high bits: pairs (i, i + 1); a pair that touches another is in a larger group
+    in_big = np.zeros(eq.size, bool)
+    if eq.size > 1:
+        touch = eq[1:] == eq[:-1] + 1
+        in_big[1:] |= touch
+        in_big[:-1] |= touch
+    pairs = eq[~in_big]
+    a = (packed[pairs] & low).astype(np.int64)  # the smaller index: qrels rows come first
+    b = (packed[pairs + 1] & low).astype(np.int64)
+
+    def same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Whether combined rows x and y hold the same (query, docid)."""
+        def side(i):
+            is_q = i < nq
+            return is_q, np.where(is_q, i, i - nq)
+        xq, xi = side(x)
+        yq, yi = side(y)
+        out = np.zeros(x.size, bool)
+        for xs, ys in ((True, False), (False, False), (True, True)):
+            m = (xq == xs) & (yq == ys)
+            if m.any():
+                xw, xqq = (qrels_words, qrels_q) if xs else (run_words, run_q)
+                yw, yqq = (qrels_words, qrels_q) if ys else (run_words, run_q)
+                out[m] = (xqq[xi[m]] == yqq[yi[m]]) & xw.same(xi[m], yw, yi[m])
+        return out
+
+    match = same(a, b)
+    if (match & ((a >= nq) | (b < nq))).any():
+        return None  # a run pair or a qrels pair repeated: the exact join settles it
+    hit = match & (a < nq)
+    label[b[hit] - nq] = qrels_label[a[hit]]
+    big = eq[in_big]
+    if big.size:
+        if big.size > 100_000:  # pragma: no cover - a hash this weak: let the exact join work
+            return None
+        starts = big[np.concatenate([[True], big[1:] != big[:-1] + 1])]
+        for s in starts.tolist():
+            e = s + 1
+            while e < packed.size and (packed[e] >> np.uint64(bits)) == (packed[s] >> np.uint64(bits)):
+                e += 1
+            members = (packed[s:e] & low).astype(np.int64)
+            x, y = np.triu_indices(members.size, 1)
+            m = same(members[x], members[y])
+            mx, my = members[x][m], members[y][m]
+            if ((mx >= nq) | (my < nq)).any():
+                return None
+            label[my - nq] = qrels_label[mx]
+    return label
+
+
 def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
                      seen: np.ndarray | None = None, lines: np.ndarray | None = None,
                      origin: str = "") -> np.ndarray:
@@ -219,23 +394,36 @@ def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
     values refuse only labels in ``seen`` (all when None): a library that is given only the
     ranked lists never sees the label of an unretrieved document.
     """
-    out = labels
-    judged = ~np.isnan(out)
-    seen_mask = judged if seen is None else judged & seen
+    # Only judged rows can change: work on them alone (a run row is rarely judged), and
+    # return ``labels`` itself when nothing changes.
+    idx = np.flatnonzero(~np.isnan(labels))
+    vals = labels[idx]
+    seen_v = None if seen is None else seen[idx]
+    changed = False
     if conv.label_type != "float":
-        fractional = judged & (out != np.trunc(np.where(judged, out, 0)))
+        fractional = vals != np.trunc(vals)
         if fractional.any():
-            if conv.label_type == "raise" and (fractional & seen_mask).any():
-                fractional = fractional & seen_mask
-                raise EvaluationError(_refusal(where, lines, fractional, out, origin + "is not an integer (label_type=raise)"))
-            out = np.trunc(out)
-    negative = judged & (out < 0)
+            if conv.label_type == "raise":
+                bad_mask = fractional if seen_v is None else fractional & seen_v
+                if bad_mask.any():
+                    raise EvaluationError(_refusal(where, None if lines is None else lines[idx], bad_mask,
+                                                   vals, origin + "is not an integer (label_type=raise)"))
+            vals = np.trunc(vals)
+            changed = True
+    negative = vals < 0
     if negative.any():
-        if conv.negative_labels == "raise" and (negative & seen_mask).any():
-            negative = negative & seen_mask
-            raise EvaluationError(_refusal(where, lines, negative, out, origin + "is negative (negative_labels=raise)"))
+        if conv.negative_labels == "raise":
+            bad_mask = negative if seen_v is None else negative & seen_v
+            if bad_mask.any():
+                raise EvaluationError(_refusal(where, None if lines is None else lines[idx], bad_mask,
+                                               vals, origin + "is negative (negative_labels=raise)"))
         if conv.negative_labels == "unjudged":
-            out = np.where(negative, np.nan, out)
+            vals = np.where(negative, np.nan, vals)
+            changed = True
+    if not changed:
+        return labels
+    out = labels.copy()
+    out[idx] = vals
     return out
 
 

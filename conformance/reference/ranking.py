@@ -39,11 +39,16 @@ def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     nz = lengths > 0
     if not nz.any():
         return out
-    padded = np.append(x.astype(np.float64, copy=False), 0.0)
+    x = x.astype(np.float64, copy=False)
     idx = np.empty(2 * int(nz.sum()), dtype=np.int64)
     idx[0::2] = starts[nz]
     idx[1::2] = starts[nz] + lengths[nz]
-    out[nz] = np.add.reduceat(padded, idx)[0::2]
+    if idx[-1] == x.size:
+        # the last range ends at the end of x: reduceat's last index sums to the end by
+        # itself, so x need not be copied to hold an end marker
+        out[nz] = np.add.reduceat(x, idx[:-1])[0::2]
+    else:
+        out[nz] = np.add.reduceat(x, idx)[0::2]
     return out
 
 
@@ -51,7 +56,7 @@ def gains(labels: np.ndarray, conv: Conventions) -> np.ndarray:
     """Gain of each label under ``gain`` (and ``threshold_scope``); NaN (unjudged) gains 0."""
     lab = np.nan_to_num(labels, nan=0.0)
     if conv.gain == "linear":
-        g = lab.copy()
+        g = lab if conv.threshold_scope != "graded" else lab.copy()  # lab is a fresh array
     elif conv.gain == "exponential":
         g = np.exp2(lab) - 1.0
     else:
@@ -70,9 +75,13 @@ def discounts(pos: np.ndarray, conv: Conventions) -> np.ndarray:
     kind, base = discount_base(conv.discount)
     p = pos.astype(np.float64)
     if kind == "log":
+        # in place (one array, not three): the same operations in the same order
+        p += 1.0
         if base == 2.0:
-            return 1.0 / np.log2(p + 1.0)
-        return np.log(base) / np.log(p + 1.0)
+            np.log2(p, out=p)
+            return np.divide(1.0, p, out=p)
+        np.log(p, out=p)
+        return np.divide(np.log(base), p, out=p)
     out = np.ones_like(p)
     late = p >= base
     out[late] = np.log(base) / np.log(p[late])  # 1 / log_b(rank) from rank b on
@@ -178,9 +187,17 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
     the rows that share their packed key with another row: the tie keys (and, when the packing
     is not exact, the primary) are read on those rows alone.
     """
+    def tie_keys(rows):
+        # a tie key is one array, or a list of arrays (least significant first)
+        out = []
+        for t in ties:
+            k = t(rows)
+            out.extend(k if isinstance(k, list) else [k])
+        return out
+
     packed = _packed_key(q, primary, n_queries)
     if packed is None:
-        return np.lexsort([t(None) for t in ties] + [primary, q])
+        return np.lexsort(tie_keys(None) + [primary, q])
     comp, exact = packed
     order = np.argsort(comp, kind="stable")
     if (ties or not exact) and order.size > 1:
@@ -192,7 +209,7 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
             tied[:-1] |= same
             at = np.flatnonzero(tied)
             rows = order[at]
-            keys = [t(rows) for t in ties] + ([] if exact else [primary[rows]]) + [comp[rows]]
+            keys = tie_keys(rows) + ([] if exact else [primary[rows]]) + [comp[rows]]
             # each run of equal keys keeps its slots: the rows are already in key order
             order[at] = rows[np.lexsort(keys)]
     return order
@@ -220,6 +237,9 @@ def rank(
     ascending/descending) for graded ones.
     """
     def key(values, sign: int = 1, nan_as_zero: bool = False):
+        if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
+            return lambda rows: values.sort_keys(rows, descending=sign < 0)
+
         def at(rows):
             x = _take(values, rows)
             x = np.nan_to_num(x, nan=0.0) if nan_as_zero else x
@@ -248,18 +268,21 @@ def rank(
     q_s, lab_s = q[order], labels[order]
 
     start, n = segments(q_s, n_queries)
-    pos = np.arange(q_s.size, dtype=np.int64) - start[q_s] + 1
+    pos = np.arange(q_s.size, dtype=np.int64)
+    pos -= start[q_s]
+    pos += 1
 
     gain = gains(lab_s, conv)
-    rel = (np.nan_to_num(lab_s, nan=-np.inf) >= conv.relevance_threshold).astype(np.float64)
+    # NaN (unjudged) compares False, as -inf would
+    rel = (lab_s >= conv.relevance_threshold).astype(np.float64)
+    del lab_s
     rows = q_s.size
 
-    # c per row: relevant rows of the same query ranked before it (exact integer sums)
-    rel_int = rel.astype(np.int64)
-    c_row = np.cumsum(rel_int)
-    c_row -= rel_int
-    del rel_int
-    base = np.zeros(n_queries, np.int64)
+    # c per row: relevant rows of the same query ranked before it. Sums of 0.0/1.0 in float64
+    # are exact integers (below 2**53), so no integer copy is needed.
+    c_row = np.cumsum(rel)
+    c_row -= rel
+    base = np.zeros(n_queries, np.float64)
     has = n > 0
     base[has] = c_row[start[has]]
     c_row -= base[q_s]
@@ -269,7 +292,7 @@ def rank(
         # reduce to these, value for value (1 * x / 1 is x; x * y is y * x; a one-row group's
         # gain sum is 0.0 + gain, which turns a -0.0 gain into 0.0 and changes nothing else),
         # without the group arrays. Arrays are built in place to keep the peak memory down.
-        c = c_row.astype(np.float64)
+        c = c_row
         del c_row
         p_first = np.where(c == 0, rel, 0.0)
         ap_term = c
