@@ -3,6 +3,8 @@ them into one message on stderr and exit status 2, never a traceback."""
 
 from __future__ import annotations
 
+import re
+
 
 class ConformanceError(Exception):
     """Base of every error the tool reports to a user as bad input (exit status 2)."""
@@ -19,3 +21,15 @@ class InputError(ConformanceError):
 
 class EvaluationError(ConformanceError):
     """The conventions in force refuse this input (empty_query=raise, negative_labels=raise, ...)."""
+
+
+_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")  # XGBoost: "[03:14:29] src/...: Check failed"
+_TRACE = re.compile(r"\n\s*(Stack trace:|\[bt\] ).*", re.S)  # XGBoost's native stack trace
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{8,}\b")
+
+
+def stable_error(text: str) -> str:
+    """A library's error text without what changes from run to run, so identical input gives
+    identical JSON and reports: XGBoost's time-of-day prefix and its native stack trace (load
+    addresses), and any other long hex address (as "0x..."). The message itself is kept whole."""
+    return _ADDRESS.sub("0x...", _TRACE.sub("", _CLOCK.sub("", text))).rstrip()

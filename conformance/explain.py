@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from conformance.conventions import AXES, Conventions, format_value
-from conformance.errors import EvaluationError
+from conformance.errors import EvaluationError, stable_error
 from conformance.libs.base import LibraryValues
 from conformance.measures import Measure
 from conformance.reference import evaluate
@@ -313,17 +312,6 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
     )
 
 
-_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{8,}")
-
-
-def stable_error(text: str) -> str:
-    """A library's error text without what changes from run to run, so identical input gives
-    identical reports: XGBoost prefixes the time of day ("[03:48:35] ") and appends a native
-    stack trace with load addresses; any other long hex address becomes "0x...". The message
-    itself is kept whole."""
-    text = text.split("\nStack trace:", 1)[0].rstrip()
-    return _ADDRESS.sub("0x...", _CLOCK.sub("", text))
 
 
 def _describe(got: LibraryValues) -> dict:

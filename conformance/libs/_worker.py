@@ -33,13 +33,13 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import re
 import signal
 import subprocess
 import sys
 import threading
 from typing import Any
 
+from conformance.errors import stable_error
 from conformance.libs.base import Entry, LibraryValues
 
 DEFAULT_TIMEOUT = 300.0  # seconds per entry and case; the corpus's slowest call takes ~2 s
@@ -247,16 +247,6 @@ class IsolatedEntry(Entry):
         return hash(self.inner)
 
 
-_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")  # XGBoost: "[03:14:29] src/...: Check failed"
-_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{8,}\b")
-
-
-def stable_error(text: str) -> str:
-    """A library's error text without what changes from run to run: XGBoost's wall-clock
-    prefix and its native stack trace (load addresses), and any other long hex address. The
-    message itself is kept whole."""
-    text = text.split("\nStack trace:", 1)[0]
-    return _ADDRESS.sub("0x...", _CLOCK.sub("", text)).rstrip()
 
 
 def isolate(entries: list[Entry], timeout: float | None = DEFAULT_TIMEOUT) -> list[Entry]:

@@ -40,6 +40,7 @@ import numpy as np
 from markupsafe import Markup, escape
 
 from conformance.conventions import AXES, Conventions, format_value
+from conformance.errors import stable_error as library_error
 from conformance.measures import FAMILIES, Measure, parse_measure
 from conformance.report.positions import PositionTable, position_table, shown
 from conformance.reference.prepare import Prepared
@@ -555,15 +556,6 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-_CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")
-_TRACE = re.compile(r"\n\s*(Stack trace:|\[bt\] ).*", re.S)
-
-
-def library_error(text: str) -> str:
-    """A library's error message as the page shows it: without the parts that change from run
-    to run (XGBoost stamps the clock time and appends a native stack trace with load
-    addresses), so the same input gives the same page."""
-    return _TRACE.sub("", _CLOCK.sub("", text)).rstrip()
 
 
 def _template_source(name: str) -> str:
