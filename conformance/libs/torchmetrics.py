@@ -95,7 +95,14 @@ PROFILE = Conventions(
 )
 NDCG_PROFILE = PROFILE.replace(
     ties="average",  # ndcg.py _tie_average_dcg: torch.unique groups (live: tied pair -> 0.5)
+    # the adapter refuses a negative label in a list (see the docstring: the library's empty
+    # test is "labels sum to 0" and it divides by a negative ideal DCG)
+    negative_labels="raise",
 )
+# average_precision.py, reciprocal_rank.py, precision.py, recall.py:
+# target = torch.where(preds > 0, target, 0) before ranking; R (recall) and the empty test
+# (base.py) read the unmasked target. hit_rate.py, r_precision.py and ndcg.py do not mask.
+MASKING_FAMILIES = {"AP", "RR", "P", "R"}
 EMPTY_QUERY = {  # empty_target_action -> empty_query (base.py RetrievalMetric.compute)
     "neg": "zero",  # res.append(tensor(0.0))
     "pos": "one",  # res.append(tensor(1.0))
@@ -133,6 +140,8 @@ class TorchmetricsEntry(Entry):
     def _base_profile(self, family: str) -> Conventions:
         conv = NDCG_PROFILE if family == "nDCG" else PROFILE
         conv = conv.replace(empty_query=EMPTY_QUERY[self.action])
+        if family in MASKING_FAMILIES:
+            conv = conv.replace(nonpositive_scores="not_relevant")
         if self.adaptive_k:
             conv = conv.replace(k_beyond_list="min_k_n")  # precision.py: adaptive_k and top_k > n
         return conv
@@ -191,6 +200,16 @@ class TorchmetricsEntry(Entry):
         if not lists:
             return LibraryValues()  # nothing to score: the library is not called
         threshold = measure.conventions(self._base_profile(measure.family)).relevance_threshold
+        if measure.family == "nDCG":
+            negative = [(i.qid, float(v)) for i in lists for v in i.labels if v < 0]
+            if negative:
+                # refused here, not passed on: the library's nDCG of a list holding a negative
+                # label is not a value any convention gives (see the module docstring)
+                qid, v = negative[0]
+                return LibraryValues(error=(
+                    f"refused by the adapter: query {qid!r} has the negative label {v!r}; "
+                    "torchmetrics' nDCG calls a list empty when its labels sum to 0 and divides "
+                    "by a negative ideal DCG"))
 
         def tensors(items):
             preds = torch.cat([torch.tensor(i.scores, dtype=torch.float64) for i in items])

@@ -40,10 +40,15 @@ class Context:
     # Under ties=unspecified: the context of the same rows grouped into tie groups (average),
     # used only to tell whether a cut splits a tied group.
     tie_groups: object = None
+    # Under nonpositive_scores=not_relevant (binary measures): R of the unmasked list, since
+    # the masked documents still count among the relevant ones (ideal=retrieved only).
+    list_R: np.ndarray | None = None
 
     @property
     def R(self) -> np.ndarray:
         if self.conv.ideal == "retrieved":
+            if self.list_R is not None:
+                return self.list_R
             self.require_fixed_count(None, "ideal=retrieved with a depth cut")
             return self.ranked.upto(self.ranked.rel, None)
         return self.R_judged
@@ -183,10 +188,13 @@ def range_upto(r: Ranked, x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def dcg(ctx: Context, m: Measure) -> Result:
     """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when the
-    ideal DCG is <= 0, as for nDCG, so that empty_query treats DCG and nDCG alike."""
+    whole ideal DCG (no cut) is 0, which is when no document has any gain, so that empty_query
+    treats an all-zero query alike in DCG and nDCG. DCG itself is a plain sum with no 0/0: a
+    negative ideal (negative gains kept) or an ideal cut to 0 at k is not empty, and a negative
+    sum stands (scikit-learn's dcg_score)."""
     r = ctx.ranked
     val = r.upto(r.e_gain * discounts(r.pos, ctx.conv), m.cutoff)
-    return val, ctx.idcg(m.cutoff) <= 0
+    return val, ctx.idcg(None) == 0
 
 
 def ndcg(ctx: Context, m: Measure) -> Result:
