@@ -263,6 +263,8 @@ def test_fuzz_entry(e: Entry) -> None:
     def check(k: int, case: Case) -> None:
         note(case.dump())
         counts["cases"] += 1
+        if counts["cases"] % 500 == 0:  # progress of a long run, read from its log
+            print(f"FUZZ {e.name}: {counts['cases']} cases so far", flush=True)
         measures = _fuzz_measures(e, k)
         qrels, run = case.qrels, case.run
         libs = e.evaluate(qrels, run, measures)
