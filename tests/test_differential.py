@@ -21,10 +21,12 @@ that refuse such labels (``negative_labels=raise``, ``label_type=raise``) must b
 A failure prints the smallest failing case hypothesis found, as Python that rebuilds it, with
 both sides' values and the profile.
 
-Examples per (entry, measure) group: ``CONFORMANCE_FUZZ_EXAMPLES`` (default 200: two thirds on
-clean labels, one third on negative or fractional ones). Long fuzzing::
+Examples per (entry, measure) group: ``CONFORMANCE_FUZZ_EXAMPLES`` (default 24: two thirds on
+clean labels, one third on negative or fractional ones; a third of that for LightGBM, whose
+calls go through a worker process). Long fuzzing, N cases per entry, each checked on every
+measure the entry supports (one cutoff drawn per case)::
 
-    CONFORMANCE_FUZZ_EXAMPLES=10000 python -m pytest tests/test_differential.py -x -q
+    CONFORMANCE_FUZZ=10000 python -m pytest -s tests/test_differential.py -k test_fuzz_entry
 
 A library that is not installed FAILS its tests, unless named (library or entry name, comma
 separated) in ``CONFORMANCE_ALLOW_MISSING``, e.g. ``CONFORMANCE_ALLOW_MISSING=torchmetrics``; then
@@ -47,15 +49,17 @@ from conformance.measures import Measure
 from conformance.reference import Evaluation, evaluate
 from conformance.reference.prepare import Prepared
 
+from conftest import require_available as _require_available
 from strategies import Case, cases
 
 # Examples per (entry, measure) group: two thirds on clean labels, one third on unusual ones.
-EXAMPLES = int(os.environ.get("CONFORMANCE_FUZZ_EXAMPLES", "200"))
+# The default keeps CI small: about 14 groups per entry x 24 = a few hundred cases per entry.
+EXAMPLES = int(os.environ.get("CONFORMANCE_FUZZ_EXAMPLES", "24"))
+# Libraries whose every call is slow (LightGBM goes through a worker process, one call per
+# query): their groups run EXAMPLES // SLOW[library] examples.
+SLOW = {"lightgbm": 3}
 CLEAN_EXAMPLES = max(1, EXAMPLES - EXAMPLES // 3)
 UNUSUAL_EXAMPLES = max(1, EXAMPLES // 3)
-ALLOW_MISSING = {
-    s.strip() for s in os.environ.get("CONFORMANCE_ALLOW_MISSING", "").split(",") if s.strip()
-}
 
 # (family, takes a cutoff): the measures every entry is asked about.
 FAMILIES = [
@@ -96,16 +100,6 @@ def _settings(examples: int) -> settings:
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         print_blob=True,
     )
-
-
-def _require_available(e: Entry) -> None:
-    if e.available():
-        return
-    if e.library in ALLOW_MISSING or e.name in ALLOW_MISSING:
-        pytest.skip(f"{e.name}: library {e.module!r} is not installed (allowed by "
-                    "CONFORMANCE_ALLOW_MISSING)")
-    pytest.fail(f"{e.name}: library {e.module!r} is not installed; install it, or set "
-                f"CONFORMANCE_ALLOW_MISSING={e.library} to report it as skipped")
 
 
 @pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
@@ -208,30 +202,34 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
     )
 
 
-def _check(e: Entry, family: str, ks: tuple, data, **case_options) -> None:
-    k = data.draw(st.sampled_from(ks), label="k")
-    case = data.draw(cases(**case_options), label="case")
-    m = Measure(family, k)
-    note(case.dump())
-    problem = compare(e, m, case)
-    if problem is not None:
-        pytest.fail(problem, pytrace=False)
+def _examples(e: Entry, n: int) -> int:
+    """Examples for entry ``e``: ``n``, divided by SLOW for libraries called through a worker."""
+    return max(1, n // SLOW.get(e.library, 1))
+
+
+def _check(e: Entry, family: str, ks: tuple, examples: int, **case_options) -> None:
+    @_settings(_examples(e, examples))
+    @given(k=st.sampled_from(ks), case=cases(**case_options))
+    def check(k, case: Case) -> None:
+        m = Measure(family, k)
+        note(case.dump())
+        problem = compare(e, m, case)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+
+    check()
 
 
 @pytest.mark.parametrize("e,family,ks", GROUPS)
-@_settings(CLEAN_EXAMPLES)
-@given(data=st.data())
-def test_clean_labels(e: Entry, family: str, ks: tuple, data) -> None:
+def test_clean_labels(e: Entry, family: str, ks: tuple) -> None:
     _require_available(e)
-    _check(e, family, ks, data)
+    _check(e, family, ks, CLEAN_EXAMPLES)
 
 
 @pytest.mark.parametrize("e,family,ks", GROUPS)
-@_settings(UNUSUAL_EXAMPLES)
-@given(data=st.data())
-def test_negative_or_fractional_labels(e: Entry, family: str, ks: tuple, data) -> None:
+def test_negative_or_fractional_labels(e: Entry, family: str, ks: tuple) -> None:
     _require_available(e)
-    _check(e, family, ks, data, negative=True, fractional=True, require_unusual=True)
+    _check(e, family, ks, UNUSUAL_EXAMPLES, negative=True, fractional=True, require_unusual=True)
 
 
 # The long fuzz: CONFORMANCE_FUZZ=N runs N generated cases per entry, each case checked on every
@@ -295,3 +293,17 @@ def test_tolerance_check_can_fail() -> None:
     assert _close(30.0, 30.0 + 1e-11, 1e-12)  # relative above 1
     assert not _close(float("nan"), 0.0, 1e-6)
     assert _within(0.7, 0.5, 0.75, 1e-12) and not _within(0.8, 0.5, 0.75, 1e-12)
+
+
+def test_missing_library_fails_unless_allowed(monkeypatch) -> None:
+    """conftest.require_available: a missing library fails, or skips only when allowed."""
+
+    class Missing(Entry):
+        name, library, module = "nolib:x", "nolib", "conformance_no_such_module"
+
+    monkeypatch.delenv("CONFORMANCE_ALLOW_MISSING", raising=False)
+    with pytest.raises(pytest.fail.Exception):
+        _require_available(Missing())
+    monkeypatch.setenv("CONFORMANCE_ALLOW_MISSING", "other,nolib")
+    with pytest.raises(pytest.skip.Exception):
+        _require_available(Missing())

@@ -8,7 +8,6 @@ out below), never the reference implementation. Each quirk the profiles in
 from __future__ import annotations
 
 import math
-import os
 
 import pandas
 import pytest
@@ -22,16 +21,11 @@ from conformance.libs.ir_measures import (
 )
 from conformance.measures import Measure, parse_measure
 
+pytestmark = pytest.mark.requires_library("ir_measures")
+
 L2_3 = math.log2(3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("ir_measures").available():
-        allowed = os.environ.get("CONFORMANCE_ALLOW_MISSING", "").split(",")
-        if "ir_measures" in allowed:
-            pytest.skip("ir_measures is not installed (allowed by CONFORMANCE_ALLOW_MISSING)")
-        pytest.fail("ir_measures is not installed")
 
 
 def run_entry(m: Measure | str, qrels: list, run: list) -> LibraryValues:

@@ -9,7 +9,6 @@ has a test here, so a pytrec_eval release that changes it fails.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,12 @@ from conformance.measures import Measure, parse_measure
 
 from trec_eval_output import COUNT_MEASURES, measure_for, read_output
 
+pytestmark = pytest.mark.requires_library("trec_eval")
+
 PEER_DIR = Path(__file__).resolve().parents[2] / "shared" / "peers" / "trec_eval"
 L2_3 = math.log2(3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("trec_eval").available():
-        allowed = os.environ.get("CONFORMANCE_ALLOW_MISSING", "").split(",")
-        if "trec_eval" in allowed:
-            pytest.skip("pytrec_eval is not installed (allowed by CONFORMANCE_ALLOW_MISSING)")
-        pytest.fail("pytrec_eval-terrier is not installed")
 
 
 def run_entry(m: Measure | str, qrels: list, run: list) -> LibraryValues:
