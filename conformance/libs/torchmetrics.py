@@ -55,13 +55,23 @@ and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics
   R as the relevant documents of the list (``target.sum()``); RR@k only looks at the top k;
 - empty query: ``RetrievalMetric.compute`` applies ``empty_target_action`` when
   ``mini_target.sum()`` is 0 for the query, before any metric runs;
-- not described by any axis (findings, see the tests): AP, RR, P and R treat a document whose
-  score is <= 0 as not relevant (``torch.where(preds > 0, target, 0)``; HitRate, RPrecision and
-  nDCG do not), and R's denominator still counts it; nDCG calls a query empty when its labels
-  *sum* to 0 (``not mini_target.sum()``), not when its ideal DCG is <= 0: labels [2, -2] ranked
-  perfectly score 0 under 'neg' (the ideal is 0.738), and a list whose ideal DCG is negative is
-  divided through (live: labels [-1, 0] tied score 1.2925, above 1); under 'skip', when every
-  query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined.
+- AP, RR, P and R treat a document whose (float32) score is <= 0 as not relevant
+  (``torch.where(preds > 0, target, 0)``) while it keeps its rank; R's denominator and the empty
+  test still count it; HitRate, RPrecision and nDCG do not mask. The axis
+  ``nonpositive_scores=not_relevant`` describes it (profile of AP, RR, P, R). Smallest case:
+  one relevant document scored 0.0 (or -1.0): AP = RR = P@1 = R@1 = 0, Success@1 = Rprec =
+  nDCG = 1; labels [1, 1] scored [1.0, -1.0]: R = 0.5;
+- finding, refused by the adapter (profile ``negative_labels=raise`` for nDCG): nDCG calls a
+  query empty when its labels *sum* to 0 (``not mini_target.sum()``), not when its ideal DCG is
+  <= 0: labels [2, -2] ranked perfectly score 0 under 'neg' (the ideal is 0.738); and a list
+  whose ideal DCG is negative is divided through: labels [-1, 0] tied score 1.2925, above 1.
+  No convention gives either, so the adapter refuses a negative label in a list it would pass
+  to ``RetrievalNormalizedDCG`` (labels of documents not retrieved never reach the library);
+- under 'skip', when every query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined;
+- open: AP@k under ``ties=unspecified`` when the cut at k splits a tied group holding relevant
+  and non-relevant documents: the library gives a value (``topk`` picks some of the group),
+  the reference refuses (the denominator, relevant documents found in the top k, depends on the
+  order, and it computes no range for that yet), so the differential test reports the case.
 """
 
 from __future__ import annotations
