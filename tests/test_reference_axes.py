@@ -765,3 +765,26 @@ def test_unspecified_range_when_the_depth_cut_decides_the_retrieved_ideal():
             assert "ties=unspecified" in str(exc)
             continue
         assert (ev.per_query[m][0], ev.upper[m][0]) == pytest.approx((worst[m.text], 1.0), abs=TOL)
+
+
+def test_unspecified_range_of_ap_at_k_over_retrieved_relevant_when_the_cut_splits_a_group():
+    # a (1) at rank 1, then b (1), c (0), d (0), e (0) tied at ranks 2-5; AP@3 divides by the
+    # relevant documents found in the top 3. Orders of the group's two kept ranks:
+    #   b at rank 2: (1/1 + 2/2) / 2 = 1;  b at rank 3: (1/1 + 2/3) / 2 = 5/6;
+    #   b below rank 3: (1/1) / 1 = 1.  Range [5/6, 1].
+    # A second query: x (0) at rank 1, then y (1), z (0), w (1) tied; AP@2: y or w at rank 2
+    # gives (1/2) / 1, neither gives 0 (nothing found). Range [0, 1/2].
+    qrels = [("q1", "a", 1), ("q1", "b", 1), ("q1", "c", 0), ("q1", "d", 0), ("q1", "e", 0),
+             ("q2", "x", 0), ("q2", "y", 1), ("q2", "z", 0), ("q2", "w", 1)]
+    run = [("q1", "a", 2.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q1", "d", 1.0),
+           ("q1", "e", 1.0), ("q2", "x", 2.0), ("q2", "y", 1.0), ("q2", "z", 1.0),
+           ("q2", "w", 1.0)]
+    conv = Conventions(ties="unspecified", ap_denominator="retrieved_relevant")
+    for m, want in ((M("AP", 3), [(5 / 6, 1.0), None]), (M("AP", 2), [None, (0.0, 1 / 2)])):
+        ev = evaluate_rows(qrels, run, [m], conv)
+        for i, w in enumerate(want):
+            if w is not None:
+                assert (ev.per_query[m][i], ev.upper[m][i]) == pytest.approx(w, abs=TOL)
+    # under ties=average the expectation has no closed form: still refused
+    with pytest.raises(EvaluationError):
+        evaluate_rows(qrels, run, [M("AP", 3)], conv.replace(ties="average"))

@@ -68,10 +68,9 @@ and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics
   No convention gives either, so the adapter refuses a negative label in a list it would pass
   to ``RetrievalNormalizedDCG`` (labels of documents not retrieved never reach the library);
 - under 'skip', when every query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined;
-- open: AP@k under ``ties=unspecified`` when the cut at k splits a tied group holding relevant
-  and non-relevant documents: the library gives a value (``topk`` picks some of the group),
-  the reference refuses (the denominator, relevant documents found in the top k, depends on the
-  order, and it computes no range for that yet), so the differential test reports the case.
+- AP@k orders by ``topk`` (unspecified ties) and divides by the relevant documents found in
+  the top k: when the cut splits a tied group of relevant and non-relevant documents, the
+  reference gives the range over the orders of that group (``formulas._ap_retrieved_relevant_end``).
 """
 
 from __future__ import annotations
