@@ -137,7 +137,7 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
         ref_error = str(exc)
 
     problems: list[str] = []
-    known = e.known_failure(qrels, run)
+    known = e.known_failure(qrels, run, m)
     if known is not None:  # a documented library failure: the entry must refuse, with that reason
         if lib.error == known:
             return None

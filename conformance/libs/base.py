@@ -67,7 +67,7 @@ class Entry:
         """The profile shown in tables: the one for the entry's main measure."""
         raise NotImplementedError
 
-    def known_failure(self, qrels: Qrels, run: Run) -> str | None:
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """Why the library cannot be trusted on this input (a documented finding: it crashes,
         hangs or returns numbers no convention gives), or None. The entry then refuses the case
         with this reason instead of calling the library; the differential tests accept that

@@ -222,7 +222,7 @@ class TrecEvalEntry(Entry):
     def profile(self, measure: Measure) -> Conventions:
         return PROFILE
 
-    def known_failure(self, qrels: Qrels, run: Run) -> str | None:
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         q = all_negative_query(qrels)
         if q is None:
             return None
