@@ -207,8 +207,16 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
     )
 
 
+# Entries with few groups (XGBoost, LightGBM: one measure family) get more examples per group,
+# so that every entry sees about PER_ENTRY cases in the default run.
+PER_ENTRY = 240
+
+
 def _examples(e: Entry, n: int) -> int:
-    """Examples for entry ``e``: ``n``, divided by SLOW for libraries called through a worker."""
+    """Examples per group of entry ``e`` for a share ``n`` of EXAMPLES: raised so that the
+    entry's groups add up to PER_ENTRY, divided by SLOW for libraries called through a worker."""
+    groups = sum(1 for p in GROUPS if p.values[0] is e) or 1
+    n = max(n, round(PER_ENTRY * n / EXAMPLES / groups))
     return max(1, n // SLOW.get(e.library, 1))
 
 
