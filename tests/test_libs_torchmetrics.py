@@ -145,9 +145,19 @@ def test_empty_target_action_error():
 
 
 def test_skip_when_every_query_is_skipped_mean_is_zero():
-    # not the undefined mean the reference gives under empty_query=skip: a finding
+    # not the undefined mean the reference gives under empty_query=skip: a finding, live
+    import torch
+    from torchmetrics.retrieval import RetrievalPrecision
+
+    m = RetrievalPrecision(top_k=1, empty_target_action="skip")
+    m.update(torch.tensor([1.0]), torch.tensor([False]), torch.zeros(1, dtype=torch.long))
+    assert float(m.compute()) == 0.0
+    # so the adapter refuses such a case; one non-empty query is enough to compute
     lv = run_entry("P@1", [("q", "a", 0)], [("q", "a", 1.0)], name="torchmetrics:skip")
-    assert lv.per_query == {} and lv.mean == 0.0
+    assert lv.error is not None and "refused by the adapter" in lv.error
+    lv = run_entry("P@1", [("q", "a", 0), ("r", "a", 1)], [("q", "a", 1.0), ("r", "a", 1.0)],
+                   name="torchmetrics:skip")
+    assert lv.per_query == {"r": 1.0} and lv.mean == 1.0
 
 
 def test_nonpositive_scores_are_not_relevant_for_ap_rr_p_r():

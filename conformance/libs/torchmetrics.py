@@ -200,9 +200,31 @@ class TorchmetricsEntry(Entry):
         mean = float(metric.compute())
         return (captured[0] if captured else None), mean
 
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """Under 'skip', when every query is skipped the library's mean is 0.0 (base.py:
+        ``tensor(0.0)`` when nothing was aggregated), not undefined: refused (smallest case:
+        qrels {q1: {d1: 0}}, run {q1: {d1: 0.0}}, any measure)."""
+        if self.action != "skip" or measure is None or not self.supports(measure):
+            return None
+        lists = ranked_lists(qrels, run)
+        if not lists:
+            return None
+        if measure.family == "nDCG":
+            empty = all(float(i.labels.sum()) == 0 for i in lists)
+        else:
+            level = measure.conventions(self._base_profile(measure.family)).relevance_threshold
+            empty = all(not (i.labels >= level).any() for i in lists)
+        if not empty:
+            return None
+        return ("refused by the adapter: every query would be skipped, and then "
+                "torchmetrics returns a mean of 0.0 for no query at all")
+
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         if not self.supports(measure):
             return LibraryValues(error=f"{self.name} does not compute {measure.text}")
+        failure = self.known_failure(qrels, run, measure)
+        if failure is not None:
+            return LibraryValues(error=failure)
         import torch
 
         lists = ranked_lists(qrels, run)
