@@ -203,8 +203,8 @@ def _ap_retrieved_relevant_end(ctx: Context, k: int | None) -> np.ndarray:
         first = int(ranks[in_group].min())  # the group's first rank, p + 1
         p, n_g = first - 1, g_last - first + 1
         t = int(kk[q]) - p
-        rows = slice(s, s + n_g + p)
-        r_g = int(round(float(grouped.e_rel[rows][in_group[:n_g + p]].sum())))
+        # e_rel is r / n on every row of the group (a depth cut may have dropped some rows)
+        r_g = int(round(float(grouped.e_rel[last]) * n_g))
         before = slice(int(r.start[q]), int(r.start[q]) + p)
         c = int(round(float(r.rel[before].sum())))
         s0 = float(r.ap_term[before].sum())
