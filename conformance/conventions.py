@@ -271,6 +271,16 @@ AXES: dict[str, Axis] = {
             },
         ),
         Axis(
+            "nonpositive_scores",
+            "whether a retrieved document whose score is <= 0 can count as relevant where it is ranked",
+            {
+                "rank": "it is ranked and counts like any other document",
+                "not_relevant": "it keeps its rank but never counts as relevant there in binary "
+                "measures (P, R, F1, AP, RR, Success, Rprec); R and the ideal still count it; "
+                "DCG and nDCG are unaffected (torchmetrics' AP, RR, P, R)",
+            },
+        ),
+        Axis(
             "single_document",
             "a query whose ranked list holds exactly one document",
             {
@@ -326,6 +336,7 @@ class Conventions:
     score_precision: str = "float64"
     rr_cutoff: str = "honour"
     rank_source: str = "score"
+    nonpositive_scores: str = "rank"
     single_document: str = "score"
     duplicates: str = "error"
 
@@ -390,6 +401,7 @@ TREC_EVAL = Conventions(
     score_precision="float32",
     rr_cutoff="ignore",
     rank_source="score",
+    nonpositive_scores="rank",
     single_document="score",
     duplicates="error",
 )

@@ -8,7 +8,6 @@ out below), never the reference implementation. Each quirk the profiles in
 from __future__ import annotations
 
 import math
-import os
 
 import pandas
 import pytest
@@ -22,16 +21,11 @@ from conformance.libs.ir_measures import (
 )
 from conformance.measures import Measure, parse_measure
 
+pytestmark = pytest.mark.requires_library("ir_measures")
+
 L2_3 = math.log2(3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("ir_measures").available():
-        allowed = os.environ.get("CONFORMANCE_ALLOW_MISSING", "").split(",")
-        if "ir_measures" in allowed:
-            pytest.skip("ir_measures is not installed (allowed by CONFORMANCE_ALLOW_MISSING)")
-        pytest.fail("ir_measures is not installed")
 
 
 def run_entry(m: Measure | str, qrels: list, run: list) -> LibraryValues:
@@ -206,12 +200,13 @@ def test_ranx_route_fails_under_pandas_3():
         assert lv.error is None
 
 
-def test_query_with_only_negative_labels_runs_in_a_child():
+def test_query_with_only_negative_labels_is_refused():
+    # pytrec_eval's wrong count there (NumRet 0 for q9, see the trec_eval tests): refused
     qrels = [("q9", "d11", -1), ("q9", "d13", -2), ("q1", "a", 1)]
     run = [("q9", "d11", 1.0), ("q9", "x", 2.0), ("q1", "a", 1.0)]
-    lv = run_entry("NumRet", qrels, run)
-    assert lv.per_query == {"q9": 0.0, "q1": 1.0}  # pytrec_eval's wrong count (see trec_eval tests)
-    assert run_entry("P@1", qrels, run).per_query == {"q9": 0.0, "q1": 1.0}
+    for m in ("NumRet", "P@1"):
+        lv = run_entry(m, qrels, run)
+        assert lv.error is not None and "refused by the adapter" in lv.error and "'q9'" in lv.error
 
 
 def test_empty_query_zero_and_empty_qrels_nan():
@@ -246,3 +241,15 @@ def test_library_mean_is_calc_aggregate():
     assert lv.per_query == {"q1": 1.0, "q2": 0.0} and lv.mean == 0.5
     lv = run_entry("NumRet", qrels, run)
     assert lv.mean == 3.0  # summed
+
+
+def test_all_negative_query_refused_for_pytrec_eval_routes_only():
+    # pytrec_eval reads past its tables on a query whose judgments are all negative (see the
+    # trec_eval adapter): measures routed to it are refused; the msmarco route (RR@k) computes
+    qrels = Qrels.from_records([("q1", "d1", -2), ("q2", "d1", 1)])
+    run = Run.from_records([("q2", "d1", 1.0), ("q1", "d1", 1.0)])
+    e = entry("ir_measures")
+    out = e.evaluate(qrels, run, [Measure("nDCG"), Measure("RR", 10)])
+    assert out[Measure("nDCG")].error is not None and "'q1'" in out[Measure("nDCG")].error
+    assert out[Measure("RR", 10)].provider == "msmarco"
+    assert out[Measure("RR", 10)].error is None and out[Measure("RR", 10)].per_query["q2"] == 1.0

@@ -16,13 +16,11 @@ from conformance.libs import entry
 from conformance.libs.base import LibraryValues
 from conformance.measures import Measure
 
+pytestmark = pytest.mark.requires_library("lightgbm")
+
 L2_3 = math.log2(3)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("lightgbm").available():
-        pytest.fail("lightgbm is not installed")
 
 
 def run_entry(name: str, m: Measure, qrels: list, run: list) -> LibraryValues:

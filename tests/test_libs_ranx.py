@@ -8,7 +8,6 @@ out below), never the reference implementation. Each quirk the profiles in
 from __future__ import annotations
 
 import math
-import os
 import warnings
 
 import pytest
@@ -21,16 +20,12 @@ from conformance.measures import Measure, parse_measure
 
 L2_3 = math.log2(3)
 
-pytestmark = pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning"),
+    pytest.mark.requires_library("ranx"),
+]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("ranx").available():
-        allowed = os.environ.get("CONFORMANCE_ALLOW_MISSING", "").split(",")
-        if "ranx" in allowed:
-            pytest.skip("ranx is not installed (allowed by CONFORMANCE_ALLOW_MISSING)")
-        pytest.fail("ranx is not installed")
 
 
 def run_entry(m: Measure | str, qrels: list, run: list, name: str = "ranx") -> LibraryValues:

@@ -16,14 +16,12 @@ from conformance.libs import entry
 from conformance.libs.base import LibraryValues
 from conformance.measures import Measure
 
+pytestmark = pytest.mark.requires_library("sklearn")
+
 L2_3 = math.log2(3)
 L2_4 = 2.0  # log2(4)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("sklearn").available():
-        pytest.fail("scikit-learn is not installed")
 
 
 def run_entry(name: str, m: Measure, qrels: list, run: list) -> LibraryValues:

@@ -10,7 +10,6 @@ the entry's tolerance (1e-6).
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 
@@ -20,17 +19,12 @@ from conformance.libs.base import LibraryValues
 from conformance.libs.torchmetrics import NDCG_PROFILE, PROFILE
 from conformance.measures import Measure, parse_measure
 
+pytestmark = pytest.mark.requires_library("torchmetrics")
+
 L2_3 = math.log2(3)
 TOL = 1e-6
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("torchmetrics").available():
-        allowed = os.environ.get("CONFORMANCE_ALLOW_MISSING", "").split(",")
-        if "torchmetrics" in allowed:
-            pytest.skip("torchmetrics is not installed (allowed by CONFORMANCE_ALLOW_MISSING)")
-        pytest.fail("torchmetrics is not installed (pip install torch==2.13.0 torchmetrics)")
 
 
 def run_entry(m: Measure | str, qrels: list, run: list, name: str = "torchmetrics") -> LibraryValues:
@@ -151,9 +145,19 @@ def test_empty_target_action_error():
 
 
 def test_skip_when_every_query_is_skipped_mean_is_zero():
-    # not the undefined mean the reference gives under empty_query=skip: a finding
+    # not the undefined mean the reference gives under empty_query=skip: a finding, live
+    import torch
+    from torchmetrics.retrieval import RetrievalPrecision
+
+    m = RetrievalPrecision(top_k=1, empty_target_action="skip")
+    m.update(torch.tensor([1.0]), torch.tensor([False]), torch.zeros(1, dtype=torch.long))
+    assert float(m.compute()) == 0.0
+    # so the adapter refuses such a case; one non-empty query is enough to compute
     lv = run_entry("P@1", [("q", "a", 0)], [("q", "a", 1.0)], name="torchmetrics:skip")
-    assert lv.per_query == {} and lv.mean == 0.0
+    assert lv.error is not None and "refused by the adapter" in lv.error
+    lv = run_entry("P@1", [("q", "a", 0), ("r", "a", 1)], [("q", "a", 1.0), ("r", "a", 1.0)],
+                   name="torchmetrics:skip")
+    assert lv.per_query == {"r": 1.0} and lv.mean == 1.0
 
 
 def test_nonpositive_scores_are_not_relevant_for_ap_rr_p_r():
@@ -168,20 +172,50 @@ def test_nonpositive_scores_are_not_relevant_for_ap_rr_p_r():
     assert value("R", [1, 1], [1.0, 0.5]) == 1.0
 
 
-def test_ndcg_empty_when_labels_sum_to_zero():
-    # labels [2, -2] ranked perfectly: nDCG is 1 by its formula, but the query is "empty"
-    assert value("nDCG", [2, -2], [2.0, 1.0]) == 0.0
-    assert value("nDCG", [2, -2], [2.0, 1.0], name="torchmetrics:pos") == 1.0
+def _library_ndcg(labels, scores, action="neg") -> float:
+    """The library called directly (the adapter refuses negative labels for nDCG)."""
+    import torch
+    from torchmetrics.retrieval import RetrievalNormalizedDCG
+
+    m = RetrievalNormalizedDCG(empty_target_action=action)
+    m.update(torch.tensor(scores, dtype=torch.float64), torch.tensor(labels, dtype=torch.float64),
+             torch.zeros(len(labels), dtype=torch.long))
+    return float(m.compute())
+
+
+def test_ndcg_negative_labels_finding_and_refusal():
+    # Finding (smallest cases): labels [2, -2] ranked perfectly: nDCG is 1 by its formula, but
+    # the query is "empty" (its labels sum to 0)
+    assert _library_ndcg([2, -2], [2.0, 1.0]) == 0.0
+    assert _library_ndcg([2, -2], [2.0, 1.0], action="pos") == 1.0
     # with another sum the same negative label is a negative gain, in the ideal too
-    v = value("nDCG", [-1, 2], [2.0, 1.0])
+    v = _library_ndcg([-1, 2], [2.0, 1.0])
     assert v == pytest.approx((-1 + 2 / L2_3) / (2 - 1 / L2_3), abs=TOL)
-    assert NDCG_PROFILE.negative_labels == "keep"
     # a negative ideal is not empty: it is divided through. Labels [-1, 0] tied: the group's
-    # mean gain -1/2 over both discounts, against the ideal 0 - 1/log2 3
-    v = value("nDCG", [-1, 0], [0.5, 0.5])
+    # mean gain -1/2 over both discounts, against the ideal 0 - 1/log2 3: above 1
+    v = _library_ndcg([-1, 0], [0.5, 0.5])
     assert v == pytest.approx((-0.5 * (1 + 1 / L2_3)) / (-1 / L2_3), abs=TOL)
     assert v > 1
-    assert value("nDCG", [-1], [0.5]) == 1.0
+    assert _library_ndcg([-1], [0.5]) == 1.0
+    # so the adapter refuses a negative label in a list for nDCG, and the profile says so
+    assert NDCG_PROFILE.negative_labels == "raise"
+    for name in ("torchmetrics", "torchmetrics:pos"):
+        lv = run_entry("nDCG", [("q", "a", -1), ("q", "b", 2)],
+                       [("q", "a", 2.0), ("q", "b", 1.0)], name=name)
+        assert lv.error is not None and "negative label" in lv.error
+    # a negative label the library never sees (judged, not retrieved) is no reason to refuse
+    lv = run_entry("nDCG", [("q", "a", 1), ("q", "z", -1)], [("q", "a", 2.0)])
+    assert lv.error is None and lv.per_query == {"q": 1.0}
+
+
+def test_nonpositive_scores_profile():
+    from conformance.libs.torchmetrics import TorchmetricsEntry
+
+    e = TorchmetricsEntry("t", "t")
+    for fam, want in [("AP", "not_relevant"), ("RR", "not_relevant"), ("P", "not_relevant"),
+                      ("R", "not_relevant"), ("Success", "rank"), ("Rprec", "rank"),
+                      ("nDCG", "rank")]:
+        assert e.profile(Measure(fam, None if fam == "Rprec" else 3)).nonpositive_scores == want
 
 
 def test_ndcg_fractional_labels_used_as_they_are():

@@ -19,15 +19,13 @@ from conformance.libs.base import LibraryValues
 from conformance.libs.xgboost import EXP_GAIN_PARAM_SINCE
 from conformance.measures import Measure
 
+pytestmark = pytest.mark.requires_library("xgboost")
+
 L2_3 = math.log2(3)
 EXP_2_0_3 = 3 / (7 + 3 / L2_3)  # labels in rank order [2, 0, 3], k = 2, gain 2^rel - 1
 LIN_2_0_3 = 2 / (3 + 2 / L2_3)  # the same with gain = rel
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _installed():
-    if not entry("xgboost").available():
-        pytest.fail("xgboost is not installed")
 
 
 def run_entry(name: str, m: Measure, qrels: list, run: list) -> LibraryValues:

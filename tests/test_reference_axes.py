@@ -257,6 +257,21 @@ CASES: dict[str, AxisCase] = {
             "rank_column": [1 / 1, 1.0],
         },
     ),
+    # ranks: c (0, score 2.0), a (1, score 1.0), b (1, score 0.0); R = 2 on the retrieved list
+    # (ideal=retrieved, so R is counted on the list: b still counts there when masked)
+    "nonpositive_scores": AxisCase(
+        qrels=[("q", "a", 1), ("q", "b", 1), ("q", "c", 0)],
+        run=[("q", "a", 1.0), ("q", "b", 0.0), ("q", "c", 2.0)],
+        measures=[M("RR"), M("R", 3), M("AP"), M("nDCG")],
+        expected={
+            "rank": [1 / 2, 2 / 2, (1 / 2 + 2 / 3) / 2,
+                     (1 / log2(3) + 1 / log2(4)) / (1 + 1 / log2(3))],
+            # b (score 0.0) is not relevant at rank 3: R@3 = 1/2, AP = (1/2) / 2; nDCG unchanged
+            "not_relevant": [1 / 2, 1 / 2, (1 / 2) / 2,
+                             (1 / log2(3) + 1 / log2(4)) / (1 + 1 / log2(3))],
+        },
+        base={"ideal": "retrieved"},
+    ),
     # q1 lists one document, a (1); q2 lists b (0), c (1)
     "single_document": AxisCase(
         qrels=[("q1", "a", 1), ("q2", "b", 0), ("q2", "c", 1)],
@@ -402,6 +417,25 @@ def test_empty_query_applies_to_dcg_only_when_the_ideal_is_zero():
     assert ev.aggregate(m) == 0.0
     ev = evaluate_rows([("q", "a", 0)], [("q", "a", 1.0)], [m], Conventions(empty_query="one"))
     assert ev.aggregate(m) == 1.0
+
+
+def test_dcg_with_a_negative_ideal_is_the_plain_sum():
+    # negative_labels=keep: a (-1) at rank 1, b (0) at rank 2. DCG = -1/log2(2) = -1; the
+    # ideal (b, a) is 0 - 1/log2(3) < 0, which makes nDCG empty (0/0 read as zero) but not DCG.
+    qrels = [("q", "a", -1), ("q", "b", 0)]
+    run = [("q", "a", 2.0), ("q", "b", 1.0)]
+    for ideal in ("judged", "retrieved"):
+        conv = Conventions(negative_labels="keep", ideal=ideal, empty_query="one")
+        ev = evaluate_rows(qrels, run, [M("DCG"), M("nDCG")], conv)
+        assert ev.aggregate(M("DCG")) == pytest.approx(-1.0, abs=TOL)
+        assert ev.aggregate(M("nDCG")) == 1.0
+    # DCG@1 of the list (b, a) is 0 and its ideal at 1 is 0 too, yet the query has a gain
+    # (-1): not empty, so empty_query=one does not apply; DCG@2 = 0 - 1/log2(3)
+    run = [("q", "a", 1.0), ("q", "b", 2.0)]
+    ev = evaluate_rows(qrels, run, [M("DCG", 1), M("DCG", 2)],
+                       Conventions(negative_labels="keep", empty_query="one"))
+    assert ev.aggregate(M("DCG", 1)) == 0.0
+    assert ev.aggregate(M("DCG", 2)) == pytest.approx(-1 / log2(3), abs=TOL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -731,3 +765,26 @@ def test_unspecified_range_when_the_depth_cut_decides_the_retrieved_ideal():
             assert "ties=unspecified" in str(exc)
             continue
         assert (ev.per_query[m][0], ev.upper[m][0]) == pytest.approx((worst[m.text], 1.0), abs=TOL)
+
+
+def test_unspecified_range_of_ap_at_k_over_retrieved_relevant_when_the_cut_splits_a_group():
+    # a (1) at rank 1, then b (1), c (0), d (0), e (0) tied at ranks 2-5; AP@3 divides by the
+    # relevant documents found in the top 3. Orders of the group's two kept ranks:
+    #   b at rank 2: (1/1 + 2/2) / 2 = 1;  b at rank 3: (1/1 + 2/3) / 2 = 5/6;
+    #   b below rank 3: (1/1) / 1 = 1.  Range [5/6, 1].
+    # A second query: x (0) at rank 1, then y (1), z (0), w (1) tied; AP@2: y or w at rank 2
+    # gives (1/2) / 1, neither gives 0 (nothing found). Range [0, 1/2].
+    qrels = [("q1", "a", 1), ("q1", "b", 1), ("q1", "c", 0), ("q1", "d", 0), ("q1", "e", 0),
+             ("q2", "x", 0), ("q2", "y", 1), ("q2", "z", 0), ("q2", "w", 1)]
+    run = [("q1", "a", 2.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q1", "d", 1.0),
+           ("q1", "e", 1.0), ("q2", "x", 2.0), ("q2", "y", 1.0), ("q2", "z", 1.0),
+           ("q2", "w", 1.0)]
+    conv = Conventions(ties="unspecified", ap_denominator="retrieved_relevant")
+    for m, want in ((M("AP", 3), [(5 / 6, 1.0), None]), (M("AP", 2), [None, (0.0, 1 / 2)])):
+        ev = evaluate_rows(qrels, run, [m], conv)
+        for i, w in enumerate(want):
+            if w is not None:
+                assert (ev.per_query[m][i], ev.upper[m][i]) == pytest.approx(w, abs=TOL)
+    # under ties=average the expectation has no closed form: still refused
+    with pytest.raises(EvaluationError):
+        evaluate_rows(qrels, run, [M("AP", 3)], conv.replace(ties="average"))

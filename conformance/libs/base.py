@@ -67,6 +67,13 @@ class Entry:
         """The profile shown in tables: the one for the entry's main measure."""
         raise NotImplementedError
 
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """Why the library cannot be trusted on this input (a documented finding: it crashes,
+        hangs or returns numbers no convention gives), or None. The entry then refuses the case
+        with this reason instead of calling the library; the differential tests accept that
+        refusal, and only it, where the reference computes a value."""
+        return None
+
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         """Call the library for each supported measure. A library exception is recorded as the
         measure's ``error`` (its type and text), never raised."""

@@ -246,6 +246,18 @@ class IrMeasuresEntry(Entry):
     def default_profile(self) -> Conventions:
         return PYTREC_EVAL_PROFILE
 
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """pytrec_eval's failure on a query whose judgments are all negative (see the trec_eval
+        adapter), for the measures routed to it."""
+        if measure is not None and (not self.supports(measure)
+                                    or self._provider(measure) != "pytrec_eval"):
+            return None
+        q = _trec_eval.all_negative_query(qrels)
+        if q is None:
+            return None
+        return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "
+                "pytrec_eval (the provider) reads past its tables (see the trec_eval adapter)")
+
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         """Measures are computed one at a time: in one call, a provider that fails (gdeval on a
         non-numeric query id) would take the other measures down with it."""
@@ -258,6 +270,10 @@ class IrMeasuresEntry(Entry):
             provider = self._provider(m) if self.supports(m) else None
             if provider is None:
                 out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
+                continue
+            failure = self.known_failure(qrels, run, m)
+            if failure is not None:
+                out[m] = LibraryValues(error=failure, provider=provider)
                 continue
             try:
                 # pytrec_eval is unsafe in-process on some input (see the trec_eval adapter)

@@ -55,13 +55,22 @@ and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics
   R as the relevant documents of the list (``target.sum()``); RR@k only looks at the top k;
 - empty query: ``RetrievalMetric.compute`` applies ``empty_target_action`` when
   ``mini_target.sum()`` is 0 for the query, before any metric runs;
-- not described by any axis (findings, see the tests): AP, RR, P and R treat a document whose
-  score is <= 0 as not relevant (``torch.where(preds > 0, target, 0)``; HitRate, RPrecision and
-  nDCG do not), and R's denominator still counts it; nDCG calls a query empty when its labels
-  *sum* to 0 (``not mini_target.sum()``), not when its ideal DCG is <= 0: labels [2, -2] ranked
-  perfectly score 0 under 'neg' (the ideal is 0.738), and a list whose ideal DCG is negative is
-  divided through (live: labels [-1, 0] tied score 1.2925, above 1); under 'skip', when every
-  query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined.
+- AP, RR, P and R treat a document whose (float32) score is <= 0 as not relevant
+  (``torch.where(preds > 0, target, 0)``) while it keeps its rank; R's denominator and the empty
+  test still count it; HitRate, RPrecision and nDCG do not mask. The axis
+  ``nonpositive_scores=not_relevant`` describes it (profile of AP, RR, P, R). Smallest case:
+  one relevant document scored 0.0 (or -1.0): AP = RR = P@1 = R@1 = 0, Success@1 = Rprec =
+  nDCG = 1; labels [1, 1] scored [1.0, -1.0]: R = 0.5;
+- finding, refused by the adapter (profile ``negative_labels=raise`` for nDCG): nDCG calls a
+  query empty when its labels *sum* to 0 (``not mini_target.sum()``), not when its ideal DCG is
+  <= 0: labels [2, -2] ranked perfectly score 0 under 'neg' (the ideal is 0.738); and a list
+  whose ideal DCG is negative is divided through: labels [-1, 0] tied score 1.2925, above 1.
+  No convention gives either, so the adapter refuses a negative label in a list it would pass
+  to ``RetrievalNormalizedDCG`` (labels of documents not retrieved never reach the library);
+- under 'skip', when every query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined;
+- AP@k orders by ``topk`` (unspecified ties) and divides by the relevant documents found in
+  the top k: when the cut splits a tied group of relevant and non-relevant documents, the
+  reference gives the range over the orders of that group (``formulas._ap_retrieved_relevant_end``).
 """
 
 from __future__ import annotations
@@ -95,7 +104,14 @@ PROFILE = Conventions(
 )
 NDCG_PROFILE = PROFILE.replace(
     ties="average",  # ndcg.py _tie_average_dcg: torch.unique groups (live: tied pair -> 0.5)
+    # the adapter refuses a negative label in a list (see the docstring: the library's empty
+    # test is "labels sum to 0" and it divides by a negative ideal DCG)
+    negative_labels="raise",
 )
+# average_precision.py, reciprocal_rank.py, precision.py, recall.py:
+# target = torch.where(preds > 0, target, 0) before ranking; R (recall) and the empty test
+# (base.py) read the unmasked target. hit_rate.py, r_precision.py and ndcg.py do not mask.
+MASKING_FAMILIES = {"AP", "RR", "P", "R"}
 EMPTY_QUERY = {  # empty_target_action -> empty_query (base.py RetrievalMetric.compute)
     "neg": "zero",  # res.append(tensor(0.0))
     "pos": "one",  # res.append(tensor(1.0))
@@ -133,6 +149,8 @@ class TorchmetricsEntry(Entry):
     def _base_profile(self, family: str) -> Conventions:
         conv = NDCG_PROFILE if family == "nDCG" else PROFILE
         conv = conv.replace(empty_query=EMPTY_QUERY[self.action])
+        if family in MASKING_FAMILIES:
+            conv = conv.replace(nonpositive_scores="not_relevant")
         if self.adaptive_k:
             conv = conv.replace(k_beyond_list="min_k_n")  # precision.py: adaptive_k and top_k > n
         return conv
@@ -182,15 +200,47 @@ class TorchmetricsEntry(Entry):
         mean = float(metric.compute())
         return (captured[0] if captured else None), mean
 
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """Under 'skip', when every query is skipped the library's mean is 0.0 (base.py:
+        ``tensor(0.0)`` when nothing was aggregated), not undefined: refused (smallest case:
+        qrels {q1: {d1: 0}}, run {q1: {d1: 0.0}}, any measure)."""
+        if self.action != "skip" or measure is None or not self.supports(measure):
+            return None
+        lists = ranked_lists(qrels, run)
+        if not lists:
+            return None
+        if measure.family == "nDCG":
+            empty = all(float(i.labels.sum()) == 0 for i in lists)
+        else:
+            level = measure.conventions(self._base_profile(measure.family)).relevance_threshold
+            empty = all(not (i.labels >= level).any() for i in lists)
+        if not empty:
+            return None
+        return ("refused by the adapter: every query would be skipped, and then "
+                "torchmetrics returns a mean of 0.0 for no query at all")
+
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         if not self.supports(measure):
             return LibraryValues(error=f"{self.name} does not compute {measure.text}")
+        failure = self.known_failure(qrels, run, measure)
+        if failure is not None:
+            return LibraryValues(error=failure)
         import torch
 
         lists = ranked_lists(qrels, run)
         if not lists:
             return LibraryValues()  # nothing to score: the library is not called
         threshold = measure.conventions(self._base_profile(measure.family)).relevance_threshold
+        if measure.family == "nDCG":
+            negative = [(i.qid, float(v)) for i in lists for v in i.labels if v < 0]
+            if negative:
+                # refused here, not passed on: the library's nDCG of a list holding a negative
+                # label is not a value any convention gives (see the module docstring)
+                qid, v = negative[0]
+                return LibraryValues(error=(
+                    f"refused by the adapter: query {qid!r} has the negative label {v!r}; "
+                    "torchmetrics' nDCG calls a list empty when its labels sum to 0 and divides "
+                    "by a negative ideal DCG"))
 
         def tensors(items):
             preds = torch.cat([torch.tensor(i.scores, dtype=torch.float64) for i in items])

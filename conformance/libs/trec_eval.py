@@ -40,8 +40,13 @@ Isolation. Two inputs make pytrec_eval unsafe to call in our own process:
   quadratic in it (live: label 10^5 takes 10 s, 10^6 did not finish in 120 s), and a label of
   2^31 crashes the process or hangs.
 
-For such input (``needs_isolation``) the call runs in a fresh child process with a time limit,
-and what it returns, or how it died, is the library's result; the tool itself survives.
+For a large label the call runs in a fresh child process with a time limit, and what it
+returns, or how it died, is the library's result; the tool itself survives. A query whose
+judgments are all negative is refused outright (``known_failure``): the numbers that come back,
+when any do, are not the library's arithmetic but reads past the end of its tables. Smallest
+case (differential tests): qrels {q1: {d1: -2}, q2: {d1: 0}}, run {q2: {d1: 0.0}, q1: {d1: 0.0}},
+``recip_rank``: SIGSEGV; qrels {q9: {d11: -1, d13: -2}, q1: {a: 1, b: 0}}: q9's num_ret is 0
+for 2 retrieved documents.
 
 Facts behind the profile (pytrec_eval-terrier 0.5.11 = trec_eval 9.0.x C code; see also
 ``notes/trec_eval_semantics.md``; each confirmed live by ``tests/test_libs_trec_eval.py``):
@@ -149,6 +154,17 @@ sys.stdout.buffer.write(pickle.dumps(out))
 """
 
 
+def all_negative_query(qrels: Qrels) -> str | None:
+    """The first query all of whose labels are negative, or None."""
+    if not len(qrels):
+        return None
+    top = np.full(qrels.qids.size, -np.inf)
+    np.maximum.at(top, qrels.qcode, qrels.label)
+    bad = np.unique(qrels.qcode)
+    bad = bad[top[bad] < 0]
+    return str(qrels.qids[bad[0]]) if bad.size else None
+
+
 def needs_isolation(qrels: Qrels) -> bool:
     """A label above ISOLATE_ABOVE, or a query all of whose labels are negative."""
     if not len(qrels):
@@ -206,6 +222,14 @@ class TrecEvalEntry(Entry):
     def profile(self, measure: Measure) -> Conventions:
         return PROFILE
 
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        q = all_negative_query(qrels)
+        if q is None:
+            return None
+        return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "
+                "pytrec_eval reads past its tables (crash, hang or wrong counts; see the "
+                "module docstring)")
+
     def default_profile(self) -> Conventions:
         return PROFILE
 
@@ -220,6 +244,10 @@ class TrecEvalEntry(Entry):
                 by_level.setdefault(m.conventions(PROFILE).relevance_threshold, []).append(m)
         if not by_level:
             return out
+        failure = self.known_failure(qrels, run)
+        if failure is not None:
+            err = LibraryValues(error=failure)
+            return {**out, **{m: err for ms in by_level.values() for m in ms}}
         try:
             import pytrec_eval
 

@@ -157,30 +157,48 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
                 f"query {prep.qids[scored][listed == 1][0]!r} has a one-document list "
                 "(single_document=raise)")
 
-    def context(tie_rule: str) -> Context:
+    # nonpositive_scores=not_relevant: binary measures see a document whose score (as sorted,
+    # after score_precision) is <= 0 as not relevant at its rank (label read as unjudged); R
+    # under ideal=retrieved is still counted on the unmasked list.
+    masked_labels = None
+    if conv.nonpositive_scores == "not_relevant":
+        seen_score = sel(prep.run_score)
+        if conv.score_precision == "float32":
+            with np.errstate(over="ignore"):
+                seen_score = seen_score.astype(np.float32).astype(np.float64)
+        nonpositive = seen_score <= 0
+        if nonpositive.any():
+            masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
+
+    def context(tie_rule: str, masked: bool) -> Context:
+        labels = masked_labels if masked else sel(run_labels)
         ranked = rank(q_rows, primary, prep.run_doc if rows is None else prep.run_doc[rows],
-                      sel(prep.run_order), sel(run_labels), nq, conv, tie_rule)
-        return Context(conv, ranked, tie_rule, R_judged, jgain, jq)
+                      sel(prep.run_order), labels, nq, conv, tie_rule)
+        ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq)
+        if masked and conv.ideal == "retrieved":
+            ctx.list_R = cached(tie_rule).R
+        return ctx
 
     out = Evaluation(prep.qids[scored])
-    cache: dict[str, Context] = {}
+    cache: dict[tuple[str, bool], Context] = {}
 
-    def cached(tie_rule: str) -> Context:
-        if tie_rule not in cache:
-            cache[tie_rule] = context(tie_rule)
+    def cached(tie_rule: str, masked: bool = False) -> Context:
+        if (tie_rule, masked) not in cache:
+            cache[tie_rule, masked] = context(tie_rule, masked)
             if tie_rule in UNSPECIFIED_ENDS:
                 # Fe and AP@k over retrieved relevant have no proven extreme orders: they refuse
                 # when a cut splits a tied group, which the averaged grouping detects
-                cache[tie_rule].tie_groups = lambda: cached("average")
-        return cache[tie_rule]
+                cache[tie_rule, masked].tie_groups = lambda: cached("average", masked)
+        return cache[tie_rule, masked]
 
     for m in measures:
+        masked = masked_labels is not None and m.family not in GRADED
         if conv.ties == "unspecified":
             ends = ("pessimistic_gain", "optimistic_gain") if m.family in GRADED else (
                 "pessimistic", "optimistic")
-            contexts = [cached(t) for t in ends]
+            contexts = [cached(t, masked) for t in ends]
         else:
-            contexts = [cached(conv.ties)]
+            contexts = [cached(conv.ties, masked)]
         results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
         counted = np.ones(nq, bool)
         if m.aggregate == "mean":

@@ -40,6 +40,9 @@ class Context:
     # Under ties=unspecified: the context of the same rows grouped into tie groups (average),
     # used only to tell whether a cut splits a tied group.
     tie_groups: object = None
+    # Under nonpositive_scores=not_relevant (binary measures): R of the unmasked list, since
+    # the masked documents still count among the relevant ones (ideal=retrieved only).
+    list_R: np.ndarray | None = None
     _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
 
     def discounted_gains(self) -> np.ndarray:
@@ -50,9 +53,12 @@ class Context:
             self._gain_discount = d
         return self._gain_discount
 
+
     @property
     def R(self) -> np.ndarray:
         if self.conv.ideal == "retrieved":
+            if self.list_R is not None:
+                return self.list_R
             self.require_fixed_count(None, "ideal=retrieved with a depth cut")
             return self.ranked.upto(self.ranked.rel, None)
         return self.R_judged
@@ -166,11 +172,60 @@ def average_precision(ctx: Context, m: Measure) -> Result:
     if ctx.conv.ap_denominator == "relevant":
         den = R
     elif ctx.conv.ap_denominator == "retrieved_relevant":
+        if ctx.tie_rule in ("pessimistic", "optimistic") and ctx.tie_groups is not None:
+            return _ap_retrieved_relevant_end(ctx, k), R == 0
         ctx.require_fixed_count(k, f"AP@{k} with ap_denominator=retrieved_relevant")
         den = ctx.relevant_in_top(k)
     else:
         den = R if k is None else np.minimum(R, float(k))
     return _safe_div(num, den), R == 0
+
+
+def _ap_retrieved_relevant_end(ctx: Context, k: int | None) -> np.ndarray:
+    """AP@k over the relevant documents found in the top k, at one end of ``ties=unspecified``
+    (the lowest value in the pessimistic context, the highest in the optimistic one).
+
+    Where the cut at k falls inside a tied group (first rank p + 1, t of its n ranks in the top
+    k, r relevant in it; c relevant ranked before it, summing S0 of precisions), j of the r
+    relevant land in the top k, max(0, r - (n - t)) <= j <= min(r, t). For a given j the
+    denominator c + j is fixed, so the sum is lowest with the j at the group's last kept ranks
+    and the rest ranked pessimistically, highest with them first and the rest optimistically:
+    AP = (S0 + sum_{m=1..j} (c + m) / rank_m) / (c + j) (0 when c + j = 0); the end is the
+    min (max) over j. Elsewhere the count in the top k is fixed and the order of this context
+    is already the extreme one. A Python loop over split queries only (each at most 15 x 15
+    for generated cases; cost t^2 per split query)."""
+    r = ctx.ranked
+    num = r.upto(r.ap_term, k)
+    den = ctx.relevant_in_top(k)
+    values = _safe_div(num, den)
+    grouped = ctx.tie_groups().ranked
+    split = grouped.splits_mixed_group(k)
+    if not split.any():
+        return values
+    low = ctx.tie_rule == "pessimistic"
+    kk = grouped.cut(k)
+    for q in np.flatnonzero(split):
+        s = int(grouped.start[q])
+        last = s + int(kk[q]) - 1
+        g_last = int(grouped.group_last[last])  # rank of the group's last row
+        ranks = grouped.pos[s:s + int(grouped.n[q])]
+        in_group = grouped.group_last[s:s + int(grouped.n[q])] == g_last
+        first = int(ranks[in_group].min())  # the group's first rank, p + 1
+        p, n_g = first - 1, g_last - first + 1
+        t = int(kk[q]) - p
+        # e_rel is r / n on every row of the group (a depth cut may have dropped some rows)
+        r_g = int(round(float(grouped.e_rel[last]) * n_g))
+        before = slice(int(r.start[q]), int(r.start[q]) + p)
+        c = int(round(float(r.rel[before].sum())))
+        s0 = float(r.ap_term[before].sum())
+        best = None
+        for j in range(max(0, r_g - (n_g - t)), min(r_g, t) + 1):
+            m = np.arange(1, j + 1, dtype=np.float64)
+            at = p + (m if not low else (t - j + m))
+            v = (s0 + float(((c + m) / at).sum())) / (c + j) if c + j else 0.0
+            best = v if best is None else (min(best, v) if low else max(best, v))
+        values[q] = best
+    return values
 
 
 def r_precision(ctx: Context, m: Measure) -> Result:
@@ -192,10 +247,13 @@ def range_upto(r: Ranked, x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def dcg(ctx: Context, m: Measure) -> Result:
     """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when the
-    ideal DCG is <= 0, as for nDCG, so that empty_query treats DCG and nDCG alike."""
+    whole ideal DCG (no cut) is 0, which is when no document has any gain, so that empty_query
+    treats an all-zero query alike in DCG and nDCG. DCG itself is a plain sum with no 0/0: a
+    negative ideal (negative gains kept) or an ideal cut to 0 at k is not empty, and a negative
+    sum stands (scikit-learn's dcg_score)."""
     r = ctx.ranked
     val = r.upto(ctx.discounted_gains(), m.cutoff)
-    return val, ctx.idcg(m.cutoff) <= 0
+    return val, ctx.idcg(None) == 0
 
 
 def ndcg(ctx: Context, m: Measure) -> Result:
