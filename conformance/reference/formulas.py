@@ -53,7 +53,6 @@ class Context:
             self._gain_discount = d
         return self._gain_discount
 
-
     @property
     def R(self) -> np.ndarray:
         if self.conv.ideal == "retrieved":
