@@ -438,6 +438,20 @@ def test_dcg_with_a_negative_ideal_is_the_plain_sum():
     assert ev.aggregate(M("DCG", 2)) == pytest.approx(-1 / log2(3), abs=TOL)
 
 
+def test_dcg_whose_gains_cancel_is_not_empty():
+    # Found by the long fuzz against scikit-learn's dcg_score. Labels 0.5 (c) and -1 (b) and an
+    # unjudged a, all tied at 0: the ideal gains (0.5, 0, -1) give 0.5/1 + 0 - 1/log2(4) = 0
+    # exactly, yet the query has gains, so it is not empty: under ties=average DCG@1 is the
+    # group's mean gain (0.5 + 0 - 1)/3 = -1/6 at discount 1, which is what dcg_score returns,
+    # not the empty_query value.
+    qrels = [("q", "b", -1.0), ("q", "c", 0.5)]
+    run = [("q", "a", 0.0), ("q", "b", 0.0), ("q", "c", 0.0)]
+    conv = Conventions(negative_labels="keep", label_type="float", ties="average",
+                       ideal="retrieved", empty_query="zero")
+    ev = evaluate_rows(qrels, run, [M("DCG", 1)], conv)
+    assert ev.aggregate(M("DCG", 1)) == pytest.approx(-1 / 6, abs=TOL)
+
+
 # --------------------------------------------------------------------------------------------
 # score_precision, rank_source, label_type, depth: further cases
 # --------------------------------------------------------------------------------------------

@@ -73,6 +73,17 @@ class Context:
                 self._idcg[k] = ideal_dcg(self.judged_gain, self.judged_q, r.n_queries, self.conv, k)
         return self._idcg[k]
 
+    def has_gain(self) -> np.ndarray:
+        """Per query: whether some document of the ideal source (the judged documents, or the
+        ranked list under ideal=retrieved) has a nonzero gain."""
+        n = self.ranked.n_queries
+        if self.conv.ideal == "retrieved":
+            g, q = self.ranked.gain, np.repeat(np.arange(n), self.ranked.n)
+        else:
+            g, q = self.judged_gain, self.judged_q
+        nonzero = (g != 0) & ~np.isnan(g)
+        return np.bincount(q[nonzero], minlength=n) > 0
+
     def list_denominator(self, k: int | None) -> np.ndarray:
         """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff."""
         kk = self.ranked.cut(k)
@@ -245,14 +256,14 @@ def range_upto(r: Ranked, x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def dcg(ctx: Context, m: Measure) -> Result:
-    """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when the
-    whole ideal DCG (no cut) is 0, which is when no document has any gain, so that empty_query
-    treats an all-zero query alike in DCG and nDCG. DCG itself is a plain sum with no 0/0: a
-    negative ideal (negative gains kept) or an ideal cut to 0 at k is not empty, and a negative
-    sum stands (scikit-learn's dcg_score)."""
+    """DCG@k = sum over i <= k of g_i d_i (gain and discount by convention). Empty when no
+    document of the ideal source has a nonzero gain, so that empty_query treats an all-zero
+    query alike in DCG and nDCG. DCG itself is a plain sum with no 0/0: gains that cancel (an
+    ideal DCG of exactly 0 from labels 0.5 and -1), a negative ideal (negative gains kept) or an
+    ideal cut to 0 at k are not empty, and a negative sum stands (scikit-learn's dcg_score)."""
     r = ctx.ranked
     val = r.upto(ctx.discounted_gains(), m.cutoff)
-    return val, ctx.idcg(None) == 0
+    return val, ~ctx.has_gain()
 
 
 def ndcg(ctx: Context, m: Measure) -> Result:
