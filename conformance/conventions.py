@@ -295,6 +295,8 @@ AXES: dict[str, Axis] = {
                 "error": "the input is refused",
                 "first": "the first listing is kept",
                 "last": "the last listing is kept",
+                "keep": "every listing is kept, each a document of its own with the document's "
+                        "label (a library given bare score lists has no docid to repeat)",
             },
         ),
     ]

@@ -199,6 +199,7 @@ class Comparison:
     explanations: list[Explanation]
     unexplained: list[dict]
     tolerance: float
+    known_failures: dict[str, str] = field(default_factory=dict)  # entry -> documented reason
 
     @property
     def disagreements(self) -> int:
@@ -213,6 +214,7 @@ class Comparison:
             "agreement": self.classes,
             "explanations": [e.to_json() for e in self.explanations if e.axes is not None],
             "unexplained": self.unexplained,
+            "known_failures": dict(sorted(self.known_failures.items())),
         }
 
 
@@ -233,15 +235,19 @@ def _mean(lv: LibraryValues) -> float | None:
 
 def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
             outputs: dict[str, tuple[Conventions, float, LibraryValues]],
-            tol_override: float | None = None) -> Comparison:
+            tol_override: float | None = None, known: dict[str, str] | None = None) -> Comparison:
     """Compare entries' outputs on one case and measure, and explain each disagreement.
 
     ``outputs``: entry name -> (its declared profile for this measure, its tolerance, output).
     Entries are processed in the order given. ``prep`` may be a :class:`Reference` shared by
-    every measure of the case (then its memo is shared too).
+    every measure of the case (then its memo is shared too). ``known``: entries that failed with
+    a documented library failure (``Entry.known_failure``: entry -> reason). Such a failure is
+    what the entry is declared to do, so it is neither a self-profile mismatch nor a
+    disagreement to explain; the comparison lists it under ``known_failures``.
     """
     ref = prep if isinstance(prep, Reference) else Reference(prep)
-    names = list(outputs)
+    known = dict(known or {})
+    names = [n for n in outputs if n not in known]
     tol_of = {n: (tol_override if tol_override is not None else outputs[n][1]) for n in names}
     unexplained: list[dict] = []
     faithful: dict[str, bool] = {}
@@ -301,14 +307,15 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
     return Comparison(
         case=case_name,
         metric=measure.text,
-        values={n: _mean(outputs[n][2]) for n in names},
-        per_query={n: dict(outputs[n][2].per_query) for n in names},
-        errors={n: stable_error(outputs[n][2].error) for n in names
+        values={n: _mean(outputs[n][2]) for n in outputs},
+        per_query={n: dict(outputs[n][2].per_query) for n in outputs},
+        errors={n: stable_error(outputs[n][2].error) for n in outputs
                 if outputs[n][2].error is not None},
         classes=classes,
         explanations=explanations,
         unexplained=unexplained,
         tolerance=max(tol_of.values()) if tol_of else 0.0,
+        known_failures=known,
     )
 
 

@@ -157,7 +157,7 @@ EMPTY_RECORD = "record with no judged documents"
 def read_run(path: str | os.PathLike, duplicates: str = "error") -> Run:
     """Read a TREC run file (``qid Q0 docid rank score tag`` per line; see the module docstring).
 
-    ``duplicates`` ("error", "first", "last") settles a docid listed twice for one query.
+    ``duplicates`` ("error", "first", "last", "keep") settles a docid listed twice for one query.
     Raises InputError on any problem in the file.
     """
     duplicates = _check_duplicates(duplicates)
@@ -703,7 +703,7 @@ def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicate
     score = np.ascontiguousarray(score, dtype=np.float64)
     rank = np.ascontiguousarray(rank, dtype=np.float64)
     line = np.asarray(line, dtype=np.int64)
-    if repeats:
+    if repeats and duplicates != "keep":  # keep: every listing stays, each its own row
         order = np.argsort(key, kind="stable")
         ks = key[order]
         repeat = np.zeros(key.size, bool)

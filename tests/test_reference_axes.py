@@ -291,6 +291,7 @@ CASES: dict[str, AxisCase] = {
             "error": RAISES,
             "first": [1 / 1, 2],  # a keeps 3.0
             "last": [1 / 2, 2],  # a keeps 1.0
+            "keep": [1 / 1, 3],  # both listings are documents: a at ranks 1 and 3
         },
     ),
 }

@@ -216,6 +216,9 @@ class IsolatedEntry(Entry):
     def default_profile(self):
         return self.inner.default_profile()
 
+    def known_failure(self, qrels, run, measure=None):
+        return self.inner.known_failure(qrels, run, measure)
+
     def evaluate(self, qrels, run, measures):
         token, blob = _payload(qrels, run)
         w = worker(self.inner.library or self.inner.name)

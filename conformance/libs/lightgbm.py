@@ -80,7 +80,8 @@ PROFILE = Conventions(
 LINEAR_PROFILE = PROFILE.replace(
     gain="linear",  # label_gain=[0, 1, ..., 30]: gain = label for every label LightGBM accepts
 )
-_LINEAR_GAIN = list(range(31))  # as long as the default table, so the same labels are accepted
+_TABLE_LENGTH = 31  # DefaultLabelGain's length: labels 0..30
+_LINEAR_GAIN = list(range(_TABLE_LENGTH))  # as long as the default table, so the same labels are accepted
 
 
 class LightGBMEntry(Entry):
@@ -107,6 +108,17 @@ class LightGBMEntry(Entry):
 
     def default_profile(self) -> Conventions:
         return self._profile
+
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """LightGBM refuses a label at or above the length of its gain table (31 entries, by
+        default and in our linear table): "Label 31 is not less than the number of label
+        mappings (31)". No convention describes a bound on labels, so it is declared here and
+        the library is still called (it raises by itself)."""
+        top = max((float(x.labels.max()) for x in ranked_lists(qrels, run) if x.labels.size),
+                  default=0.0)
+        if top >= _TABLE_LENGTH:
+            return f"LightGBM accepts labels below {_TABLE_LENGTH} (its label_gain table's length)"
+        return None
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         if not self.supports(measure):

@@ -100,7 +100,7 @@ PROFILE = Conventions(
     score_precision="float32",  # checks.py: preds.float()
     rr_cutoff="honour",  # reciprocal_rank.py: target[preds.topk(min(top_k, n))]
     rank_source="score",
-    duplicates="error",  # a validated Run holds each (query, doc) once
+    duplicates="keep",  # the adapter passes every run line: torchmetrics sees scores, not docids
 )
 NDCG_PROFILE = PROFILE.replace(
     ties="average",  # ndcg.py _tie_average_dcg: torch.unique groups (live: tied pair -> 0.5)

@@ -265,6 +265,8 @@ class Prepared:
 
     def kept_rows(self, policy: str) -> np.ndarray:
         """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
+        if policy == "keep":
+            return self.run_order
         if policy not in self._dedup and self._run_distinct:
             self._dedup[policy] = self.run_order
         if policy not in self._dedup:
