@@ -78,6 +78,8 @@ class Context:
         ranked list under ideal=retrieved) has a nonzero gain."""
         n = self.ranked.n_queries
         if self.conv.ideal == "retrieved":
+            # which documents a depth cut keeps decides it, as it decides the retrieved ideal
+            self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
             g, q = self.ranked.gain, np.repeat(np.arange(n), self.ranked.n)
         else:
             g, q = self.judged_gain, self.judged_q
