@@ -548,6 +548,12 @@ class _Whole:
                 "ideal=retrieved with a depth cut under ties=average: the cut splits a tied "
                 "group of unequal gains; choose another tie rule")
 
+    def has_gain(self, conv: Conventions) -> np.ndarray:
+        """As ``Context.has_gain`` on the whole list: some document has a nonzero gain."""
+        g = gains(np.nan_to_num(self._labels, nan=0.0), conv)
+        nonzero = (g != 0) & ~np.isnan(g)
+        return np.bincount(self._q[nonzero], minlength=self.nq) > 0
+
     def idcg(self, conv: Conventions, k: int | None) -> np.ndarray:
         key = (_gain_key(conv), conv.discount, k)
         if key not in self._idcg:
@@ -581,6 +587,12 @@ class _SweepContext(Context):
             self.whole.require_fixed_count(self.tie_rule, self.conv)
             return self.whole.R(self.conv.relevance_threshold)
         return Context.R.fget(self)
+
+    def has_gain(self) -> np.ndarray:
+        if self.conv.ideal == "retrieved" and self.whole is not None:
+            self.whole.require_fixed_gains(self.tie_rule, self.conv)
+            return self.whole.has_gain(self.conv)
+        return Context.has_gain(self)
 
     def idcg(self, k: int | None) -> np.ndarray:
         if self.conv.ideal == "retrieved":
