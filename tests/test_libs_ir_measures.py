@@ -20,32 +20,19 @@ from conformance.libs.ir_measures import (
     measure_text,
 )
 from conformance.measures import Measure, parse_measure
+from libcall import call, only_value, one_list
 
 pytestmark = pytest.mark.requires_library("ir_measures")
 
 L2_3 = math.log2(3)
 
 
-
-
 def run_entry(m: Measure | str, qrels: list, run: list) -> LibraryValues:
-    m = parse_measure(m) if isinstance(m, str) else m
-    e = entry("ir_measures")
-    assert e.supports(m), f"ir_measures should support {m}"
-    return e.evaluate(Qrels.from_records(qrels), Run.from_records(run), [m])[m]
-
-
-def one_list(labels, scores, qid="q1"):
-    qrels = [(qid, f"d{i}", l) for i, l in enumerate(labels) if l is not None]
-    run = [(qid, f"d{i}", s) for i, s in enumerate(scores)]
-    return qrels, run
+    return call("ir_measures", m, qrels, run)
 
 
 def value(m, labels, scores, qid="q1") -> float:
-    lv = run_entry(m, *one_list(labels, scores, qid))
-    assert lv.error is None, lv.error
-    (v,) = lv.per_query.values()
-    return v
+    return only_value(run_entry(m, *one_list(labels, scores, qid)))
 
 
 GRADED = [3, 2, 0, 2, 0, 3, 0, 1, 0, 1]

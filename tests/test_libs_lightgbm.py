@@ -15,31 +15,19 @@ from conformance.data import Qrels, Run
 from conformance.libs import entry
 from conformance.libs.base import LibraryValues
 from conformance.measures import Measure
+from libcall import call, only_value, one_list
 
 pytestmark = pytest.mark.requires_library("lightgbm")
 
 L2_3 = math.log2(3)
 
 
-
-
 def run_entry(name: str, m: Measure, qrels: list, run: list) -> LibraryValues:
-    e = entry(name)
-    assert e.supports(m), f"{name} should support {m}"
-    return e.evaluate(Qrels.from_records(qrels), Run.from_records(run), [m])[m]
-
-
-def one_list(labels, scores, qid="q1"):
-    qrels = [(qid, f"d{i}", l) for i, l in enumerate(labels) if l is not None]
-    run = [(qid, f"d{i}", s) for i, s in enumerate(scores)]
-    return qrels, run
+    return call(name, m, qrels, run)
 
 
 def value(name, m, labels, scores) -> float:
-    lv = run_entry(name, m, *one_list(labels, scores))
-    assert lv.error is None, lv.error
-    (v,) = lv.per_query.values()
-    return v
+    return only_value(run_entry(name, m, *one_list(labels, scores)))
 
 
 def ndcg(k):

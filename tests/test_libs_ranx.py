@@ -17,6 +17,7 @@ from conformance.libs import entry
 from conformance.libs.base import LibraryValues
 from conformance.libs.ranx import MAKE_COMPARABLE_PROFILE, PROFILE, metric_string
 from conformance.measures import Measure, parse_measure
+from libcall import call, only_value, one_list as _one_list
 
 L2_3 = math.log2(3)
 
@@ -26,27 +27,16 @@ pytestmark = [
 ]
 
 
-
-
 def run_entry(m: Measure | str, qrels: list, run: list, name: str = "ranx") -> LibraryValues:
-    m = parse_measure(m) if isinstance(m, str) else m
-    e = entry(name)
-    assert e.supports(m), f"{name} should support {m}"
-    return e.evaluate(Qrels.from_records(qrels), Run.from_records(run), [m])[m]
+    return call(name, m, qrels, run)
 
 
 def one_list(labels, scores, qid="q1"):
-    """One query: document d<i> has labels[i] (None: unjudged) and scores[i], listed in order."""
-    qrels = [(qid, f"d{i:02d}", l) for i, l in enumerate(labels) if l is not None]
-    run = [(qid, f"d{i:02d}", s) for i, s in enumerate(scores)]
-    return qrels, run
+    return _one_list(labels, scores, qid, pad=2)  # d00, d01: byte order = list order
 
 
 def value(m, labels, scores, name="ranx") -> float:
-    lv = run_entry(m, *one_list(labels, scores), name=name)
-    assert lv.error is None, lv.error
-    (v,) = lv.per_query.values()
-    return v
+    return only_value(run_entry(m, *one_list(labels, scores), name=name))
 
 
 # ---- published numbers (CONVENTIONS.md "External numbers") ------------------------------------

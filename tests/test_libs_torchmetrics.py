@@ -18,6 +18,7 @@ from conformance.libs import entry
 from conformance.libs.base import LibraryValues
 from conformance.libs.torchmetrics import NDCG_PROFILE, PROFILE
 from conformance.measures import Measure, parse_measure
+from libcall import call, only_value, one_list
 
 pytestmark = pytest.mark.requires_library("torchmetrics")
 
@@ -25,26 +26,12 @@ L2_3 = math.log2(3)
 TOL = 1e-6
 
 
-
-
 def run_entry(m: Measure | str, qrels: list, run: list, name: str = "torchmetrics") -> LibraryValues:
-    m = parse_measure(m) if isinstance(m, str) else m
-    e = entry(name)
-    assert e.supports(m), f"{name} should support {m}"
-    return e.evaluate(Qrels.from_records(qrels), Run.from_records(run), [m])[m]
-
-
-def one_list(labels, scores, qid="q1"):
-    qrels = [(qid, f"d{i}", l) for i, l in enumerate(labels) if l is not None]
-    run = [(qid, f"d{i}", s) for i, s in enumerate(scores)]
-    return qrels, run
+    return call(name, m, qrels, run)
 
 
 def value(m, labels, scores, name="torchmetrics") -> float:
-    lv = run_entry(m, *one_list(labels, scores), name=name)
-    assert lv.error is None, lv.error
-    (v,) = lv.per_query.values()
-    return v
+    return only_value(run_entry(m, *one_list(labels, scores), name=name))
 
 
 GRADED = [3, 2, 0, 2, 0, 3, 0, 1, 0, 1]

@@ -20,6 +20,7 @@ from conformance.libs.trec_eval import PROFILE
 from conformance.measures import Measure, parse_measure
 
 from trec_eval_output import COUNT_MEASURES, measure_for, read_output
+from libcall import call, only_value, one_list
 
 pytestmark = pytest.mark.requires_library("trec_eval")
 
@@ -27,27 +28,12 @@ PEER_DIR = Path(__file__).resolve().parents[2] / "shared" / "peers" / "trec_eval
 L2_3 = math.log2(3)
 
 
-
-
 def run_entry(m: Measure | str, qrels: list, run: list) -> LibraryValues:
-    m = parse_measure(m) if isinstance(m, str) else m
-    e = entry("trec_eval")
-    assert e.supports(m), f"trec_eval should support {m}"
-    return e.evaluate(Qrels.from_records(qrels), Run.from_records(run), [m])[m]
-
-
-def one_list(labels, scores, qid="q1"):
-    """One query: document d<i> has labels[i] (None: unjudged) and scores[i], listed in order."""
-    qrels = [(qid, f"d{i}", l) for i, l in enumerate(labels) if l is not None]
-    run = [(qid, f"d{i}", s) for i, s in enumerate(scores)]
-    return qrels, run
+    return call("trec_eval", m, qrels, run)
 
 
 def value(m, labels, scores) -> float:
-    lv = run_entry(m, *one_list(labels, scores))
-    assert lv.error is None, lv.error
-    (v,) = lv.per_query.values()
-    return v
+    return only_value(run_entry(m, *one_list(labels, scores)))
 
 
 # ---- published numbers (CONVENTIONS.md "External numbers") ------------------------------------

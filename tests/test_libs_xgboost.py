@@ -18,6 +18,7 @@ from conformance.libs._listwise import parse_version
 from conformance.libs.base import LibraryValues
 from conformance.libs.xgboost import EXP_GAIN_PARAM_SINCE
 from conformance.measures import Measure
+from libcall import call, only_value, one_list
 
 pytestmark = pytest.mark.requires_library("xgboost")
 
@@ -26,25 +27,12 @@ EXP_2_0_3 = 3 / (7 + 3 / L2_3)  # labels in rank order [2, 0, 3], k = 2, gain 2^
 LIN_2_0_3 = 2 / (3 + 2 / L2_3)  # the same with gain = rel
 
 
-
-
 def run_entry(name: str, m: Measure, qrels: list, run: list) -> LibraryValues:
-    e = entry(name)
-    assert e.supports(m), f"{name} should support {m}"
-    return e.evaluate(Qrels.from_records(qrels), Run.from_records(run), [m])[m]
-
-
-def one_list(labels, scores, qid="q1"):
-    qrels = [(qid, f"d{i}", l) for i, l in enumerate(labels) if l is not None]
-    run = [(qid, f"d{i}", s) for i, s in enumerate(scores)]
-    return qrels, run
+    return call(name, m, qrels, run)
 
 
 def value(name, m, labels, scores) -> float:
-    lv = run_entry(name, m, *one_list(labels, scores))
-    assert lv.error is None, lv.error
-    (v,) = lv.per_query.values()
-    return v
+    return only_value(run_entry(name, m, *one_list(labels, scores)))
 
 
 def ndcg(k):
