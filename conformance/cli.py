@@ -525,7 +525,7 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
     """
     from conformance import summary
     from conformance.libs._worker import DEFAULT_TIMEOUT, isolate
-    from conformance.runner import Subject, run_entries
+    from conformance.runner import Subject, availability, run_entries
 
     entries = isolate(_select_entries(libs), DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout)
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
@@ -552,8 +552,9 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures, c.description)
                     for c in cases]
 
+    available = availability(entries)  # every worker imports its library, at the same time
     for e in entries:
-        if not e.available():
+        if not available[e.name]:
             click.echo(f"conformance: warning: {e.name} is not installed; it is reported as "
                        f"unavailable", err=True)
     result = _run_with_progress(run_entries, entries, subjects, tol, quiet)

@@ -154,19 +154,27 @@ class Worker:
 
 
 _WORKERS: dict[str, Worker] = {}
-_LAST: list = []  # [qrels, run, token, pickled (qrels, run)]: one case pickled once for all entries
+# Cases pickled once for all entries: [qrels, run, token, pickled (qrels, run)], most recent
+# last. Libraries run on threads of their own and may be at different cases, hence a few slots;
+# each holds its qrels and run, so an identity check cannot match a new object at a reused id.
+_PICKLED: list[list] = []
+_PICKLED_SLOTS = 16
 _TOKENS = iter(range(1, 1 << 62))
 _NO_DATA = "RuntimeError: worker protocol: the case data was not sent"
 
 
-_LAST_LOCK = threading.Lock()  # a runner may call entries from several threads
+_PICKLED_LOCK = threading.Lock()
 
 
 def _payload(qrels, run) -> tuple[int, bytes]:
-    with _LAST_LOCK:
-        if not (_LAST and _LAST[0] is qrels and _LAST[1] is run):
-            _LAST[:] = [qrels, run, next(_TOKENS), pickle.dumps((qrels, run), protocol=pickle.HIGHEST_PROTOCOL)]
-        return _LAST[2], _LAST[3]
+    with _PICKLED_LOCK:
+        for slot in _PICKLED:
+            if slot[0] is qrels and slot[1] is run:
+                return slot[2], slot[3]
+        slot = [qrels, run, next(_TOKENS), pickle.dumps((qrels, run), protocol=pickle.HIGHEST_PROTOCOL)]
+        _PICKLED.append(slot)
+        del _PICKLED[:-_PICKLED_SLOTS]
+        return slot[2], slot[3]
 
 
 def worker(key: str) -> Worker:
@@ -189,6 +197,7 @@ class IsolatedEntry(Entry):
 
     def __init__(self, inner: Entry, timeout: float | None = DEFAULT_TIMEOUT) -> None:
         self.inner, self.timeout = inner, timeout
+        self._available: bool | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -201,8 +210,24 @@ class IsolatedEntry(Entry):
     tolerance = property(lambda self: self.inner.tolerance)
     description = property(lambda self: self.inner.description)
 
+    @property
+    def worker_key(self) -> str:
+        """The worker process this entry runs in: one per library, shared by its entries."""
+        return self.inner.library or self.inner.name
+
     def available(self) -> bool:
-        return self.inner.available()
+        """Whether the library imports, asked of its worker: the library is imported there (once,
+        and where it is needed), never in this process, and a library whose import crashes
+        its process is unavailable rather than fatal."""
+        if self._available is None:
+            w = worker(self.worker_key)
+            try:
+                with w.lock:
+                    status, value = w.call(("available", None, None, self.inner, []), self.timeout)
+            except WorkerFault:
+                status, value = "error", None
+            self._available = status == "ok" and value is True
+        return self._available
 
     def version(self):
         return self.inner.version()
@@ -221,7 +246,7 @@ class IsolatedEntry(Entry):
 
     def evaluate(self, qrels, run, measures):
         token, blob = _payload(qrels, run)
-        w = worker(self.inner.library or self.inner.name)
+        w = worker(self.worker_key)
         try:
             with w.lock:
                 # the case's data goes to a worker once, however many of its entries follow
@@ -274,11 +299,14 @@ def serve() -> None:
         body = source.read(int.from_bytes(head, "little"))
         try:
             kind, token, blob, entry, measures = pickle.loads(body)
-            if blob is not None:
-                held = (token, *pickle.loads(blob))
-            if held[0] != token:
-                raise RuntimeError(_NO_DATA.split(": ", 1)[1])
-            reply = ("ok", entry.evaluate(held[1], held[2], measures))
+            if kind == "available":  # importing the library here is the answer
+                reply = ("ok", bool(entry.available()))
+            else:
+                if blob is not None:
+                    held = (token, *pickle.loads(blob))
+                if held[0] != token:
+                    raise RuntimeError(_NO_DATA.split(": ", 1)[1])
+                reply = ("ok", entry.evaluate(held[1], held[2], measures))
         except Exception as exc:  # the adapter's own failure is this entry's result
             reply = ("error", f"{type(exc).__name__}: {exc}")
         try:
