@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from conformance.data import Qrels, Run
 
@@ -56,6 +55,8 @@ def ranked_lists(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
 
 
 def _build(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
+    import pandas as pd  # here, not at the top: the parent of the library workers never joins
+
     rows = pd.DataFrame(
         {"q": run.query_ids(), "d": run.doc_ids(), "score": run.score, "order": np.arange(len(run))}
     )
