@@ -77,12 +77,16 @@ PALETTE = ("#dbeafe", "#fde68a", "#bbf7d0", "#fecaca", "#e9d5ff", "#fed7aa", "#a
 MAX_QUERIES = 3
 
 
-def write(result, path) -> None:
-    """Write the report of ``result`` (a ``conformance.runner.RunResult``) to ``path``."""
+def _write_text(text: str, path) -> None:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(result), encoding="utf-8", newline="\n")
+    path.write_text(text, encoding="utf-8", newline="\n")
+
+
+def write(result, path) -> None:
+    """Write the report of ``result`` (a ``conformance.runner.RunResult``) to ``path``."""
+    _write_text(render(result), path)
 
 
 def render(result) -> str:
@@ -92,10 +96,7 @@ def render(result) -> str:
 
 def write_paper(result, path) -> None:
     """Write the check-paper report of ``result`` (a ``conformance.paper.PaperResult``)."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_paper(result), encoding="utf-8", newline="\n")
+    _write_text(render_paper(result), path)
 
 
 def render_paper(result) -> str:

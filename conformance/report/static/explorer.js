@@ -183,6 +183,7 @@
     gainFunction: gainFunction,
     discountAt: discountAt
   };
+  api.el = el; // report.js builds its tables with the same helper
   window.conformanceExplorer = api;
 
   // ------------------------------------------------------------------------------------------

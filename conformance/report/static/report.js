@@ -3,17 +3,7 @@
 (function () {
   "use strict";
 
-  function el(tag, attrs, text) {
-    var e = document.createElement(tag);
-    if (attrs) {
-      Object.keys(attrs).forEach(function (a) {
-        if (a === "className") e.className = attrs[a];
-        else e.setAttribute(a, attrs[a]);
-      });
-    }
-    if (text !== undefined && text !== null) e.textContent = text;
-    return e;
-  }
+  var el = window.conformanceExplorer.el; // explorer.js comes first in the page
 
   function num(v) {
     if (v === null || v === undefined) return "\u2014";
