@@ -318,6 +318,69 @@ def test_worker_restarts_after_a_crash_and_the_next_case_is_evaluated():
     assert worker(crash.inner.library).proc.poll() is None  # a fresh, live worker
 
 
+class ImportCrashEntry(FaultyEntry):
+    """A library whose import kills its process: availability is asked of the worker, so the
+    crash costs that library (reported unavailable), not the run."""
+
+    def available(self) -> bool:
+        os.abort()
+
+
+class SlowFirstCaseEntry(FaultyEntry):
+    """Correct P@k on the good pair, but slow on the first case it sees in its worker: the other
+    libraries finish their cases first."""
+
+    seen = False
+
+    def _evaluate(self, qrels, run, measure) -> LibraryValues:
+        if not SlowFirstCaseEntry.seen:
+            SlowFirstCaseEntry.seen = True
+            time.sleep(1.5)
+        return super()._evaluate(qrels, run, measure)
+
+
+def test_a_library_whose_import_crashes_is_unavailable_and_the_rest_run():
+    from conformance.libs._worker import isolate
+    from conformance.measures import parse_measures
+    from conformance.runner import Subject, run_entries
+
+    qrels = cio.read_qrels(CORPUS / "good.qrels")
+    run = cio.read_run(CORPUS / "good.run")
+    crash = ImportCrashEntry("none")
+    crash.name, crash.library = "faulty:import", "faulty_import"
+    entries = isolate([crash, FaultyEntry("none"), L.entry("trec_eval")], timeout=60)
+    doc = json.loads(run_entries(entries, [Subject("good", qrels, run, parse_measures("P@1"))]).dumps())
+    assert doc["libraries"]["faulty:import"] == {"available": False, "version": None}
+    assert doc["libraries"]["faulty:none"]["available"] and doc["libraries"]["trec_eval"]["available"]
+    (p1,) = doc["comparisons"]
+    assert p1["values"] == {"faulty:none": 0.5, "trec_eval": 0.5}  # hand value: q1 hit, q2 miss
+
+
+def test_libraries_run_at_the_same_time_but_results_keep_case_order():
+    """A library slow on the first case does not reorder anything: every case's comparisons
+    come in case order, with the values each library gives on its own, in-process."""
+    from conformance.libs._worker import isolate
+    from conformance.measures import parse_measures
+    from conformance.runner import Subject, run_entries
+
+    qrels = cio.read_qrels(CORPUS / "good.qrels")
+    run = cio.read_run(CORPUS / "good.run")
+    ms = parse_measures("P@1,P@2,RR")
+    subjects = [Subject(f"case{i}", qrels, run, ms) for i in range(4)]
+    slow = SlowFirstCaseEntry("none")
+    slow.name, slow.library = "faulty:slow", "faulty_slow"
+    isolated = run_entries(isolate([slow, L.entry("trec_eval"), L.entry("sklearn")], timeout=60),
+                           subjects)
+    local = run_entries([FaultyEntry("none"), L.entry("trec_eval"), L.entry("sklearn")], subjects)
+    got = [(c["case"], c["metric"], c["values"]) for c in json.loads(isolated.dumps())["comparisons"]]
+    want = [(c["case"], c["metric"], c["values"]) for c in json.loads(local.dumps())["comparisons"]]
+    assert [g[:2] for g in got] == [(f"case{i}", m) for i in range(4) for m in ("P@1", "P@2", "RR")]
+    for (case, metric, values), (_, _, expected) in zip(got, want):
+        expected = {("faulty:slow" if k == "faulty:none" else k): v for k, v in expected.items()}
+        assert values == expected, (case, metric)
+    assert got[0][2]["faulty:slow"] == 0.5 and got[0][2]["trec_eval"] == 0.5
+
+
 def _children(pid: int) -> list[int]:
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
