@@ -8,6 +8,7 @@ listed as unavailable; an entry that fails on a case has its error recorded for 
 from __future__ import annotations
 
 import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -70,10 +71,13 @@ class RunResult:
         return json.dumps(self.to_json(), sort_keys=True, indent=1, allow_nan=False) + "\n"
 
 
-def _evaluate_group(entries: list[Entry], subject: Subject) -> dict[str, dict[Measure, LibraryValues]]:
+def _evaluate_group(entries: list[Entry], subject: Subject,
+                    cancelled: threading.Event) -> dict[str, dict[Measure, LibraryValues]]:
     """One library's entries on one case, in order (they share one worker process)."""
     out = {}
     for e in entries:
+        if cancelled.is_set():
+            break
         wanted = [m for m in subject.measures if e.supports(m)]
         if wanted:
             out[e.name] = e.evaluate(subject.qrels, subject.run, wanted)
@@ -122,8 +126,9 @@ def run_entries(
     groups = _groups(live)
     pools = {key: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lib-{key or 'local'}")
              for key in groups}
+    cancelled = threading.Event()
     try:
-        pending = [{key: pools[key].submit(_evaluate_group, group, subject)
+        pending = [{key: pools[key].submit(_evaluate_group, group, subject, cancelled)
                     for key, group in groups.items()} for subject in subjects]
         for subject, futures in zip(subjects, pending):
             result.subjects.append(subject)
@@ -143,6 +148,16 @@ def run_entries(
             _compare_subject(result, subject, prep, live, by_name, outputs, tolerance)
             if progress is not None:
                 progress(subject.name)
+    except BaseException:
+        # Ctrl-C, or a bug: stop now, not when the libraries' current calls end (up to
+        # --lib-timeout): nothing more is started, and the workers are killed, which ends
+        # their calls at once
+        cancelled.set()
+        for e in live:
+            stop = getattr(e, "stop_worker", None)
+            if stop is not None:
+                stop()
+        raise
     finally:
         for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)

@@ -381,6 +381,31 @@ def test_libraries_run_at_the_same_time_but_results_keep_case_order():
     assert got[0][2]["faulty:slow"] == 0.5 and got[0][2]["trec_eval"] == 0.5
 
 
+def test_ctrl_c_stops_a_run_at_once_even_while_a_library_hangs():
+    """SIGINT while a library's call hangs: run_entries raises KeyboardInterrupt within seconds
+    (not after --lib-timeout, here 300 s), and the hanging worker is killed."""
+    import threading
+
+    from conformance.libs._worker import isolate, worker
+    from conformance.measures import parse_measures
+    from conformance.runner import Subject, run_entries
+
+    qrels = cio.read_qrels(CORPUS / "good.qrels")
+    run = cio.read_run(CORPUS / "good.run")
+    subjects = [Subject(f"case{i}", qrels, run, parse_measures("P@1")) for i in range(3)]
+    entries = isolate([FaultyEntry("hang"), FaultyEntry("none")], timeout=300)
+    timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_entries(entries, subjects)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 60
+    assert worker("faulty_hang").proc is None
+
+
 def _children(pid: int) -> list[int]:
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()

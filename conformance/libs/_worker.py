@@ -139,6 +139,12 @@ class Worker:
             except Exception:  # a broken pipe while flushing: nothing left to tell
                 pass
 
+    def kill(self) -> None:
+        """Kill the worker now, whoever is waiting on it (that call then reports it died)."""
+        proc = self.proc
+        if proc is not None:
+            self._kill(proc)
+
     def close(self) -> None:
         proc = self.proc
         if proc is None or proc.poll() is not None:
@@ -214,6 +220,12 @@ class IsolatedEntry(Entry):
     def worker_key(self) -> str:
         """The worker process this entry runs in: one per library, shared by its entries."""
         return self.inner.library or self.inner.name
+
+    def stop_worker(self) -> None:
+        """Kill this entry's worker process, if one is running (the run is being stopped)."""
+        w = _WORKERS.get(self.worker_key)
+        if w is not None:
+            w.kill()
 
     def available(self) -> bool:
         """Whether the library imports, asked of its worker: the library is imported there (once,
