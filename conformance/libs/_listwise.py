@@ -54,7 +54,44 @@ def ranked_lists(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
     return lists
 
 
+# Up to this many run + qrels rows, the lists are built with dicts: pandas' merge costs ~50 ms
+# whatever the size (most of a small case's time in a list-wise library), dicts ~1 us a row.
+_SMALL = 20_000
+
+
 def _build(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
+    """Each query that has a judgment, with the run's rows for it in listing order: the label of
+    each document (0.0 when unjudged) and its score; queries ordered by id."""
+    if len(run) + len(qrels) <= _SMALL:
+        return _build_small(qrels, run)
+    return _build_large(qrels, run)
+
+
+def _ranked_list(qid: str, labels, scores) -> RankedList:
+    labels = np.array(labels, dtype=np.float64)
+    scores = np.array(scores, dtype=np.float64)
+    labels.flags.writeable = False
+    scores.flags.writeable = False
+    return RankedList(str(qid), labels, scores)
+
+
+def _build_small(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
+    judged: dict[tuple[str, str], float] = {}
+    for key in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(), qrels.label.tolist()):
+        judged[key[:2]] = key[2]
+    if len(judged) != len(qrels):  # the readers keep one row per pair; pandas would raise too
+        raise ValueError("a (query, document) pair is judged twice in the qrels")
+    judged_queries = {q for q, _ in judged}
+    lists: dict[str, tuple[list, list]] = {}
+    for q, d, score in zip(run.query_ids().tolist(), run.doc_ids().tolist(), run.score.tolist()):
+        if q in judged_queries:
+            labels, scores = lists.setdefault(q, ([], []))
+            labels.append(judged.get((q, d), 0.0))
+            scores.append(score)
+    return tuple(_ranked_list(q, *lists[q]) for q in sorted(lists))
+
+
+def _build_large(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
     import pandas as pd  # here, not at the top: the parent of the library workers never joins
 
     rows = pd.DataFrame(
@@ -65,14 +102,8 @@ def _build(qrels: Qrels, run: Run) -> tuple[RankedList, ...]:
     joined = rows.merge(judged, on=["q", "d"], how="left", validate="many_to_one")
     joined = joined[joined["q"].isin(set(qrels.query_ids().tolist()))]
     joined = joined.sort_values(["q", "order"], kind="stable")
-    out = []
-    for qid, group in joined.groupby("q", sort=True):
-        labels = group["label"].fillna(0.0).to_numpy(dtype=np.float64, copy=True)
-        scores = group["score"].to_numpy(dtype=np.float64, copy=True)
-        labels.flags.writeable = False
-        scores.flags.writeable = False
-        out.append(RankedList(str(qid), labels, scores))
-    return tuple(out)
+    return tuple(_ranked_list(qid, group["label"].fillna(0.0), group["score"])
+                 for qid, group in joined.groupby("q", sort=True))
 
 
 def parse_version(text: str | None) -> tuple[int, ...]:
