@@ -153,8 +153,8 @@ def run_entries(
         # --lib-timeout): nothing more is started, and the workers are killed, which ends
         # their calls at once
         cancelled.set()
-        for e in live:
-            stop = getattr(e, "stop_worker", None)
+        for group in groups.values():  # the entries of a group share one worker
+            stop = getattr(group[0], "stop_worker", None)
             if stop is not None:
                 stop()
         raise
