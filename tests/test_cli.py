@@ -440,3 +440,20 @@ def test_console_script_error_exit_status():
     assert done.stderr.startswith("conformance: error: ")
     assert done.stderr.count("\n") == 1
     assert "write ndcg_cut_10 or nDCG@10" in done.stderr
+
+
+def test_console_script_leaves_complete_output():
+    # After eval the console script exits without the interpreter's teardown (cli.console):
+    # everything written to stdout and stderr must still arrive, in every format.
+    for fmt in ("table", "csv", "json"):
+        done = subprocess.run([_script(), "eval", "--example", "--per-query", "--format", fmt],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "rows read" in done.stderr if fmt != "json" else done.stderr == ""
+        if fmt == "json":
+            assert set(json.loads(done.stdout)["per_query"]) == {"q1", "q2", "q3"}
+        else:
+            lines = done.stdout.splitlines()
+            sep = "," if fmt == "csv" else "\t"
+            assert sum(1 for x in lines if x.split(sep)[1].strip() == "all") == 4, done.stdout
+            assert lines[-1].split(sep)[0].strip() == "P@10"
