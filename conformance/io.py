@@ -106,8 +106,10 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import mmap
 import os
 import re
+import stat
 import sys
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -173,13 +175,38 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
 # Reading bytes
 
 
-def _read_bytes(path: str | os.PathLike) -> tuple[bytes, str]:
+def _map(f) -> "mmap.mmap | None":
+    """The open file's pages mapped read-only and faulted in at once, or None where that is not
+    possible (not POSIX, not a regular file, empty).
+
+    Reading a large run into a ``bytes`` object costs a fresh page of memory per 4 KiB, each a
+    page fault, plus a copy; mapping the file's cached pages in one ``MAP_POPULATE`` call
+    costs neither (~0.08 s of a 2M-row run). The text is only read: Arrow's parser copies
+    what it keeps. A file truncated by another process while it is being read would end the
+    process with SIGBUS; a file being rewritten is not a consistent input anyway.
+    """
+    if os.name != "posix":
+        return None
+    try:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return None
+        return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0),
+                         prot=mmap.PROT_READ)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _read_bytes(path: str | os.PathLike, mapped: bool = False) -> tuple["bytes | mmap.mmap", str]:
+    """The file's bytes, gunzipped, without a UTF-8 byte order mark. With ``mapped``, an
+    uncompressed file without a byte order mark may come back as a read-only ``mmap`` (it has
+    ``in``, ``find``, slicing and the buffer protocol, not the ``bytes`` methods)."""
     name = os.fsdecode(path)
     if os.path.isdir(name):
         raise InputError(name, "is a directory: expected a file")
     try:
         with open(name, "rb") as f:
-            data = f.read()
+            data = (_map(f) if mapped else None) or f.read()
     except FileNotFoundError:
         raise InputError(name, "no such file") from None
     except PermissionError:
@@ -194,7 +221,7 @@ def _read_bytes(path: str | os.PathLike) -> tuple[bytes, str]:
                 name, f"cannot decompress: expected gzip-compressed text, but the gzip data is damaged ({e})"
             ) from None
     if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
+        data = bytes(data[3:])
     return data, name
 
 
@@ -207,7 +234,7 @@ class _Text:
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "_Text":
-        data, name = _read_bytes(path)
+        data, name = _read_bytes(path, mapped=True)
         return cls(name, data)
 
     def release(self) -> None:
@@ -227,12 +254,13 @@ class _Text:
         return _WS_SPLIT.split(text) if text else []
 
     def check_utf8(self) -> None:
+        data = bytes(self.data)  # an error path: a copy of a mapped file is affordable
         try:
-            self.data.decode("utf-8")
+            data.decode("utf-8")
         except UnicodeDecodeError as e:
-            line = self.data.count(b"\n", 0, e.start) + 1
-            column = e.start - (self.data.rfind(b"\n", 0, e.start) + 1) + 1
-            bad = self.data[e.start : e.end].hex(" ")
+            line = data.count(b"\n", 0, e.start) + 1
+            column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            bad = data[e.start : e.end].hex(" ")
             raise InputError(
                 self.name,
                 f"byte(s) {bad} at column {column} are not valid UTF-8: expected a UTF-8 text file",
@@ -279,10 +307,11 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     number, or bad UTF-8.
     """
     data = src.data
-    if not data or b"\r" in data or b"\x0b" in data or b"\x0c" in data:
+    # find, not ``in``: an mmap's ``in`` compares byte by byte in Python (~1 s on 78 MB)
+    if not data or data.find(b"\r") >= 0 or data.find(b"\x0b") >= 0 or data.find(b"\x0c") >= 0:
         return None
-    has_tab = b"\t" in data
-    if has_tab and b" " in data:
+    has_tab = data.find(b"\t") >= 0
+    if has_tab and data.find(b" ") >= 0:
         return None
     if not _valid_utf8(data):
         return None
@@ -397,7 +426,7 @@ def _parse(src: _Text, names: list[str], numeric: str, layout: str, exact: bool,
                 int(parsed.line[i]),
             ) from None
     if parsed.counts.read == 0:
-        raise InputError(src.name, "no data rows: the file is empty" if not src.data.strip(_WS.encode())
+        raise InputError(src.name, "no data rows: the file is empty" if not bytes(src.data).strip(_WS.encode())
                          else "no data rows: the file has only comment and blank lines")
     values = parsed.columns[numeric]
     finite = np.isfinite(values)

@@ -198,6 +198,38 @@ def test_qid_starting_with_hash_is_a_comment(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# How the bytes are obtained: a regular file is memory-mapped, anything else read
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_named_pipe_read_like_a_file(tmp_path):
+    import threading
+
+    fifo = str(tmp_path / "run.fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w") as f:
+            f.write(RUN_TEXT)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    run = io.read_run(fifo)
+    writer.join()
+    mapped = io.read_run(write(tmp_path, "r.txt", RUN_TEXT))
+    assert rows(run) == rows(mapped) == RUN_ROWS
+
+
+def test_mapped_file_names_the_bad_line(tmp_path):
+    # the error paths take bytes methods the mapped text lacks: they must still name the line
+    text = RUN_TEXT + "q9 Q0 d1 1 \xff 7\n"
+    path = write(tmp_path, "r.txt", text.encode("latin-1"))
+    expect_error(io.read_run, path, line=4, contains=("not valid UTF-8",))
+    path = write(tmp_path, "r2.txt", RUN_TEXT + "q9 Q0 d1 1 x t\n")
+    expect_error(io.read_run, path, line=4, contains=("'x'", "not a number"))
+
+
+# ---------------------------------------------------------------------------------------------
 # gzip
 
 
