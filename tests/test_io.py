@@ -224,6 +224,10 @@ def test_mapped_file_names_the_bad_line(tmp_path):
     # the error paths take bytes methods the mapped text lacks: they must still name the line
     text = RUN_TEXT + "q9 Q0 d1 1 \xff 7\n"
     path = write(tmp_path, "r.txt", text.encode("latin-1"))
+    if os.name == "posix":
+        import mmap
+
+        assert isinstance(io._Text.open(path).data, mmap.mmap)
     expect_error(io.read_run, path, line=4, contains=("not valid UTF-8",))
     path = write(tmp_path, "r2.txt", RUN_TEXT + "q9 Q0 d1 1 x t\n")
     expect_error(io.read_run, path, line=4, contains=("'x'", "not a number"))
