@@ -7,6 +7,8 @@ effective conventions; each group shares one ordering of the run (two under
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -170,58 +172,111 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         if nonpositive.any():
             masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
 
-    def context(tie_rule: str, masked: bool) -> Context:
-        labels = masked_labels if masked else sel(run_labels)
-        ranked = rank(q_rows, primary, prep.run_doc if rows is None else prep.run_doc[rows],
-                      sel(prep.run_order), labels, nq, conv, tie_rule)
-        ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq)
-        if masked and conv.ideal == "retrieved":
-            ctx.list_R = cached(tie_rule).R
-        return ctx
+    def results(part: slice | None) -> dict[Measure, list]:
+        """Each measure's (values, empty) per order, from the rows in ``part`` (all: None)."""
+        def take(a):
+            return a if part is None else a[part]
+
+        doc = prep.run_doc if rows is None else prep.run_doc[rows]
+        cache: dict[tuple[str, bool], Context] = {}
+
+        def context(tie_rule: str, masked: bool) -> Context:
+            labels = masked_labels if masked else sel(run_labels)
+            ranked = rank(take(q_rows), take(primary), take(doc), take(sel(prep.run_order)),
+                          take(labels), nq, conv, tie_rule)
+            ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq)
+            if masked and conv.ideal == "retrieved":
+                ctx.list_R = cached(tie_rule).R
+            return ctx
+
+        def cached(tie_rule: str, masked: bool = False) -> Context:
+            if (tie_rule, masked) not in cache:
+                cache[tie_rule, masked] = context(tie_rule, masked)
+                if tie_rule in UNSPECIFIED_ENDS:
+                    # Fe and AP@k over retrieved relevant have no proven extreme orders: they
+                    # refuse when a cut splits a tied group, which the averaged grouping detects
+                    cache[tie_rule, masked].tie_groups = lambda: cached("average", masked)
+            return cache[tie_rule, masked]
+
+        out = {}
+        for m in measures:
+            masked = masked_labels is not None and m.family not in GRADED
+            if conv.ties == "unspecified":
+                ends = ("pessimistic_gain", "optimistic_gain") if m.family in GRADED else (
+                    "pessimistic", "optimistic")
+                contexts = [cached(t, masked) for t in ends]
+            else:
+                contexts = [cached(conv.ties, masked)]
+            out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+        return out
+
+    halves = _halves(q_rows, nq)
+    if halves is not None:
+        # Two threads, one per half of the queries: numpy releases the GIL in the work on
+        # large arrays, so the two halves run on two cores. Every value is a function of its
+        # own query's rows (per-query sums are taken range by range), so the result is the
+        # same, bit for bit, as one pass over all rows.
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                first, second = pool.map(results, halves)
+        except EvaluationError:
+            every = results(None)  # a refusal names what one pass over all rows would name
+        else:
+            owner = np.zeros(nq, bool)  # the queries of the second half
+            owner[q_rows[halves[1]]] = True
+            every = {m: [(np.where(owner, v2, v1), np.where(owner, e2, e1))
+                         for (v1, e1), (v2, e2) in zip(first[m], second[m])] for m in measures}
+    else:
+        every = results(None)
 
     out = Evaluation(prep.qids[scored])
-    cache: dict[tuple[str, bool], Context] = {}
-
-    def cached(tie_rule: str, masked: bool = False) -> Context:
-        if (tie_rule, masked) not in cache:
-            cache[tie_rule, masked] = context(tie_rule, masked)
-            if tie_rule in UNSPECIFIED_ENDS:
-                # Fe and AP@k over retrieved relevant have no proven extreme orders: they refuse
-                # when a cut splits a tied group, which the averaged grouping detects
-                cache[tie_rule, masked].tie_groups = lambda: cached("average", masked)
-        return cache[tie_rule, masked]
-
     for m in measures:
-        masked = masked_labels is not None and m.family not in GRADED
-        if conv.ties == "unspecified":
-            ends = ("pessimistic_gain", "optimistic_gain") if m.family in GRADED else (
-                "pessimistic", "optimistic")
-            contexts = [cached(t, masked) for t in ends]
-        else:
-            contexts = [cached(conv.ties, masked)]
-        results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+        results_m = every[m]
         counted = np.ones(nq, bool)
         if m.aggregate == "mean":
             # each order settles its own 0/0 first: under ties=unspecified a depth cut can
             # make a query empty in one order and not in the other
             if conv.empty_query == "skip" and any(
-                    not np.array_equal(results[0][1], e) for _, e in results[1:]):
+                    not np.array_equal(results_m[0][1], e) for _, e in results_m[1:]):
                 raise EvaluationError(
                     f"{m.text}: under ties=unspecified a query is empty in some orders of its "
                     "tied documents and not in others, so empty_query=skip cannot decide "
                     "whether it counts; choose another tie rule")
             settled = []
-            for values, empty in results:
+            for values, empty in results_m:
                 if empty.any():
                     values, counted = _apply_empty(values, empty, conv, m, prep.qids[scored])
                 settled.append(values)
         else:
-            settled = [v for v, _ in results]
+            settled = [v for v, _ in results_m]
         lo = np.minimum.reduce(settled)
         hi = np.maximum.reduce(settled)
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
     return out
+
+
+# Evaluations of at least this many run rows are split in two halves of the queries, one per
+# thread (where the machine has two cores); below it the threads cost more than they save.
+SPLIT_ROWS = 1 << 18
+
+
+def _halves(q_rows: np.ndarray, nq: int) -> tuple[slice, slice] | None:
+    """Two row ranges holding disjoint sets of queries, about half the rows each; None when the
+    run is small, the machine has one core, or some query's rows are not contiguous (a run not
+    listed query by query) or one query holds the middle of the list."""
+    n = q_rows.size
+    if n < SPLIT_ROWS or (os.cpu_count() or 1) < 2:
+        return None
+    change = q_rows[1:] != q_rows[:-1]
+    listed = np.bincount(q_rows, minlength=nq)
+    if int(np.count_nonzero(change)) + 1 != int(np.count_nonzero(listed)):
+        return None  # some query comes back after another: not listed query by query
+    after = np.flatnonzero(change[n // 2 - 1:])
+    if after.size == 0:
+        return None
+    cut = n // 2 + int(after[0])
+    return slice(0, cut), slice(cut, n)
 
 
 def _apply_empty(values, empty, conv: Conventions, m: Measure, qids):

@@ -131,26 +131,40 @@ class _WordsKey:
     orders only the rows asked about, from their padded bytes, with no string sort and no
     vocabulary. ``np.asarray(key)`` is the exact key of :class:`Prepared` (built on demand)."""
 
-    def __init__(self, words, rows: np.ndarray | None, full) -> None:
+    def __init__(self, words, rows: np.ndarray | slice | None, full) -> None:
+        # rows: which rows of ``words`` this key holds: all (None), a contiguous range (a
+        # slice with step 1, kept as a view: the evaluation's halves), or an index array
         self._words, self._rows, self._full = words, rows, full
 
     def __getitem__(self, rows) -> "_WordsKey":
-        idx = np.arange(len(self._words))[rows] if self._rows is None else self._rows[rows]
-        return _WordsKey(self._words, idx, self._full)
+        if self._rows is None and isinstance(rows, slice) and rows.step in (None, 1):
+            return _WordsKey(self._words, slice(*rows.indices(len(self._words))[:2]), self._full)
+        held = self._rows
+        if held is None or isinstance(held, slice):
+            held = np.arange(len(self._words))[held if held is not None else slice(None)]
+        return _WordsKey(self._words, held[rows], self._full)
 
     def __len__(self) -> int:
-        return len(self._words) if self._rows is None else int(self._rows.size)
+        if self._rows is None:
+            return len(self._words)
+        if isinstance(self._rows, slice):
+            return self._rows.stop - self._rows.start
+        return int(self._rows.size)
+
+    def _at(self, rows: np.ndarray | None):
+        """Rows of ``words`` for this key's rows ``rows`` (all when None)."""
+        if rows is None or self._rows is None:
+            return self._rows if rows is None else rows
+        if isinstance(self._rows, slice):
+            return rows + self._rows.start
+        return self._rows[rows]
 
     def codes(self, rows: np.ndarray | None = None) -> np.ndarray:
-        if rows is None:
-            return self._words.order_codes(self._rows)
-        return self._words.order_codes(rows if self._rows is None else self._rows[rows])
+        return self._words.order_codes(self._at(rows))
 
     def sort_keys(self, rows: np.ndarray | None = None, descending: bool = False) -> list[np.ndarray]:
         """``np.lexsort`` keys ordering the rows by docid bytes (see ``DocWords.sort_keys``)."""
-        if rows is None:
-            return self._words.sort_keys(self._rows, descending)
-        return self._words.sort_keys(rows if self._rows is None else self._rows[rows], descending)
+        return self._words.sort_keys(self._at(rows), descending)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         out = np.asarray(self._full())

@@ -1,0 +1,104 @@
+"""Large evaluations run in two threads, one per half of the queries (``evaluate._halves``).
+
+The halves must give the same values as one pass over every row, bit for bit, under every
+convention: each per-query value depends on its own query's rows only. Here the split is
+forced on small generated cases (``SPLIT_ROWS`` lowered, two cores assumed) and compared with
+the single pass on the same case, for both docid paths (the word form the readers give, and the
+exact vocabulary of ``from_records``). A refusal must be the same refusal.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from conformance import io
+from conformance.conventions import AXES, TREC_EVAL
+from conformance.errors import EvaluationError
+from conformance.measures import parse_measures
+from strategies import cases
+
+E = importlib.import_module("conformance.reference.evaluate")
+
+MEASURES = parse_measures("nDCG@3,nDCG,DCG@3,AP,AP@3,RR,RR@3,P@3,R@3,Rprec,Success@1,F1@3,"
+                          "T(alpha=0.5)@3,Fe@3")
+CLOSED = {a: sorted(x.values) for a, x in AXES.items() if x.values and a not in ("depth",)}
+
+
+@st.composite
+def conventions(draw):
+    settings_ = [f"{a}={draw(st.sampled_from(v))}" for a, v in CLOSED.items()]
+    settings_.append(f"relevance_threshold={draw(st.sampled_from([1, 2]))}")
+    settings_.append(f"depth={draw(st.sampled_from(['none', '2', '5']))}")
+    return TREC_EVAL.with_settings(settings_)
+
+
+def _outcome(qrels, run, conv, split: bool, monkeypatch):
+    monkeypatch.setattr(E, "SPLIT_ROWS", 2 if split else 1 << 62)
+    monkeypatch.setattr(E.os, "cpu_count", lambda: 2)
+    try:
+        ev = E.evaluate(qrels, run, MEASURES, conv)
+    except EvaluationError as e:
+        return str(e)
+    return ev
+
+
+def _same(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    np.testing.assert_array_equal(a.qids, b.qids)
+    for m in MEASURES:
+        for part in ("per_query", "upper", "counted"):
+            x, y = getattr(a, part)[m], getattr(b, part)[m]
+            # bit for bit: the same floats, NaN where NaN
+            assert x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8)), (m, part)
+
+
+def _word_form(case):
+    # the dict readers refuse empty input; one row has no word form (data.DocWords)
+    assume(len(case.qrels_records) > 1 and len(case.run_records) > 1)
+    run = io.run_from_dict(_nested(case.run_records))
+    qrels = io.qrels_from_dict(_nested(case.qrels_records))
+    assert run.doc_words is not None and qrels.doc_words is not None
+    return qrels, run
+
+
+def _nested(records):
+    out: dict[str, dict[str, float]] = {}
+    for q, d, v in records:
+        out.setdefault(q, {})[d] = v
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases(negative=True, fractional=True), conv=conventions(), words=st.booleans())
+def test_halves_equal_one_pass(case, conv, words, monkeypatch):
+    qrels, run = _word_form(case) if words else (case.qrels, case.run)
+    _same(_outcome(qrels, run, conv, True, monkeypatch), _outcome(qrels, run, conv, False, monkeypatch))
+
+
+def test_split_happens_on_a_run_listed_query_by_query(monkeypatch):
+    monkeypatch.setattr(E, "SPLIT_ROWS", 2)
+    monkeypatch.setattr(E.os, "cpu_count", lambda: 2)
+    q = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    assert E._halves(q, 3) == (slice(0, 5), slice(5, 8))
+    assert E._halves(np.array([0, 1, 0, 1]), 2) is None  # query 0 comes back: not grouped
+    assert E._halves(np.array([0, 0, 0, 0]), 1) is None  # one query: no second half
+    monkeypatch.setattr(E.os, "cpu_count", lambda: 1)
+    assert E._halves(q, 3) is None
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_refusal_is_the_single_pass_refusal(split, monkeypatch):
+    # q1 in the first half, q2 in the second, each with a one-document list: single_document=raise
+    # names the first such query whichever half finds one
+    qrels = io.qrels_from_dict({"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}})
+    run = io.run_from_dict({"q1": {"a": 1.0}, "q2": {"b": 1.0, "x": 0.5}, "q3": {"c": 1.0}})
+    conv = TREC_EVAL.with_settings(["single_document=raise"])
+    out = _outcome(qrels, run, conv, split, monkeypatch)
+    assert isinstance(out, str) and "'q1'" in out
