@@ -457,3 +457,18 @@ def test_console_script_leaves_complete_output():
             sep = "," if fmt == "csv" else "\t"
             assert sum(1 for x in lines if x.split(sep)[1].strip() == "all") == 4, done.stdout
             assert lines[-1].split(sep)[0].strip() == "P@10"
+
+
+def test_both_files_bad_reports_the_qrels_first(tmp_path):
+    # the two files are read concurrently; the qrels error still comes first, as it would if
+    # they were read one after the other (whichever reader finishes first)
+    q, r = tmp_path / "q.txt", tmp_path / "r.txt"
+    q.write_text("q1 0 d1 x\n")
+    r.write_text("q1 Q0 d1 1 nan t\n")
+    result = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR")
+    assert result.exit_code == 2
+    assert str(q) in result.stderr and "relevance label 'x'" in result.stderr
+    r.write_text("q1 Q0 d1 1 2 t\n" * 3)  # a duplicate in the run: found only after parsing
+    q.write_text("")
+    result = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR")
+    assert result.exit_code == 2 and str(q) in result.stderr and "empty" in result.stderr
