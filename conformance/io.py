@@ -120,9 +120,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from conformance import parallel
 from conformance.conventions import AXES
 from conformance.data import DocWords, Qrels, ReadCounts, Run, arrow_numpy
 from conformance.errors import InputError
+from conformance.parallel import both, each
 
 __all__ = [
     "read_run",
@@ -698,22 +700,35 @@ def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | 
     settles, and names, the repeats)."""
     if not isinstance(docid, (pa.Array, pa.ChunkedArray)) or len(docid) < 2:
         return None
-    words = DocWords.of(docid)
+    # the docid words and the query coding are independent: on large inputs, two threads
+    words, (qcode, qvocab) = both(lambda: DocWords.of(docid), lambda: _factorize_arrow(qid)) if (
+        len(docid) >= parallel.MIN_ROWS and parallel.two_cores()) else (
+        DocWords.of(docid), _factorize_arrow(qid))
     if words is None:
         return None
-    qcode, qvocab = _factorize_arrow(qid)
-    key = _pair_hash(qcode, words)
-    key.sort()
-    if (key[1:] == key[:-1]).any():  # a repeat, or (rarely) a hash collision
+    h = words.hash()
+
+    def repeats(part: slice) -> bool:
+        key = _mix_pair(qcode[part], h[part])
+        key.sort()
+        return bool((key[1:] == key[:-1]).any())  # a repeat, or (rarely) a hash collision
+
+    # a pair can repeat only within its query: a run listed query by query is checked in
+    # two halves of its queries at once
+    if any(each(repeats, parallel.query_halves(qcode, len(qvocab)))):
         return None
     return qcode, qvocab, docid, words
 
 
 def _pair_hash(qcode: np.ndarray, words: DocWords, width: int | None = None) -> np.ndarray:
     """A uint64 per row, equal for rows with equal (query code, docid)."""
+    return _mix_pair(qcode, words.hash(width))
+
+
+def _mix_pair(qcode: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         key = qcode.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        key ^= words.hash(width)
+        key ^= doc_hash
         key *= np.uint64(0xFF51AFD7ED558CCD)
         key ^= key >> np.uint64(31)
     return key

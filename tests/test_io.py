@@ -814,3 +814,35 @@ def test_fuzz_mutated_valid_files(data):
         _parse_or_input_error(reader, payload, "m.gz" if gz else "m.txt")
     for duplicates in ("first", "last"):
         _parse_or_input_error(lambda p: io.read_run(p, duplicates=duplicates), payload, "m.gz" if gz else "m.txt")
+
+
+# ---------------------------------------------------------------------------------------------
+# Large inputs: the docid words, the query coding and the duplicate check run in two threads
+# (conformance.parallel); forced here on small files, the outcome must be that of one thread
+
+
+@pytest.mark.parametrize("dup_at", [None, 1, 5])
+def test_reading_in_two_threads_equals_one(tmp_path, monkeypatch, dup_at):
+    from conformance import parallel
+
+    lines = [f"q{q} Q0 d{d} {d} {10 - d} t" for q in (3, 1, 2) for d in range(4)]
+    if dup_at is not None:  # repeat row dup_at's docid later in its own query
+        q, _, d, *_ = lines[dup_at].split()
+        where = (dup_at // 4) * 4 + 3
+        lines[where] = f"{q} Q0 {d} 9 0.5 t"
+    path = write(tmp_path, "r.txt", "\n".join(lines) + "\n")
+    outcomes = []
+    for split in (True, False):
+        monkeypatch.setattr(parallel, "MIN_ROWS", 2 if split else 1 << 62)
+        monkeypatch.setattr(parallel, "two_cores", lambda: True)
+        if split:
+            assert len(parallel.query_halves(np.repeat([0, 1, 2], 4), 3)) == 2
+        try:
+            run = io.read_run(path)
+        except InputError as e:
+            outcomes.append(str(e))
+        else:
+            outcomes.append((rows(run), run.qcode.tolist(), run.doc_words.hash().tolist()))
+    assert outcomes[0] == outcomes[1]
+    if dup_at is not None:
+        assert "listed twice" in outcomes[0] and f"lines {dup_at + 1} and {where + 1}" in outcomes[0]

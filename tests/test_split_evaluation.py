@@ -1,8 +1,8 @@
-"""Large evaluations run in two threads, one per half of the queries (``evaluate._halves``).
+"""Large evaluations run in two threads, one per half of the queries (``parallel.query_halves``).
 
 The halves must give the same values as one pass over every row, bit for bit, under every
 convention: each per-query value depends on its own query's rows only. Here the split is
-forced on small generated cases (``SPLIT_ROWS`` lowered, two cores assumed) and compared with
+forced on small generated cases (``parallel.MIN_ROWS`` lowered, two cores assumed) and compared with
 the single pass on the same case, for both docid paths (the word form the readers give, and the
 exact vocabulary of ``from_records``). A refusal must be the same refusal.
 """
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conformance import io
+from conformance import io, parallel
 from conformance.conventions import AXES, TREC_EVAL
 from conformance.errors import EvaluationError
 from conformance.measures import parse_measures
@@ -38,8 +38,8 @@ def conventions(draw):
 
 
 def _outcome(qrels, run, conv, split: bool, monkeypatch):
-    monkeypatch.setattr(E, "SPLIT_ROWS", 2 if split else 1 << 62)
-    monkeypatch.setattr(E.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(parallel, "MIN_ROWS", 2 if split else 1 << 62)
+    monkeypatch.setattr(parallel, "two_cores", lambda: True)
     try:
         ev = E.evaluate(qrels, run, MEASURES, conv)
     except EvaluationError as e:
@@ -83,14 +83,15 @@ def test_halves_equal_one_pass(case, conv, words, monkeypatch):
 
 
 def test_split_happens_on_a_run_listed_query_by_query(monkeypatch):
-    monkeypatch.setattr(E, "SPLIT_ROWS", 2)
-    monkeypatch.setattr(E.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(parallel, "MIN_ROWS", 2)
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
     q = np.array([0, 0, 0, 1, 1, 2, 2, 2])
-    assert E._halves(q, 3) == (slice(0, 5), slice(5, 8))
-    assert E._halves(np.array([0, 1, 0, 1]), 2) is None  # query 0 comes back: not grouped
-    assert E._halves(np.array([0, 0, 0, 0]), 1) is None  # one query: no second half
-    monkeypatch.setattr(E.os, "cpu_count", lambda: 1)
-    assert E._halves(q, 3) is None
+    assert parallel.query_halves(q, 3) == [slice(0, 5), slice(5, 8)]
+    assert parallel.query_halves(np.array([2, 2, 0, 0, 1]), 3) == [slice(0, 2), slice(2, 5)]
+    assert len(parallel.query_halves(np.array([0, 1, 0, 1]), 2)) == 1  # query 0 comes back
+    assert len(parallel.query_halves(np.array([0, 0, 0, 0]), 1)) == 1  # one query: no second half
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 1)
+    assert len(parallel.query_halves(q, 3)) == 1
 
 
 @pytest.mark.parametrize("split", [True, False])

@@ -7,8 +7,6 @@ effective conventions; each group shares one ordering of the run (two under
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -18,6 +16,7 @@ from conformance.conventions import Conventions
 from conformance.data import Qrels, Run
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
+from conformance.parallel import each, query_halves
 from conformance.reference.formulas import FORMULAS, Context
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference.ranking import gains, rank
@@ -210,15 +209,13 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
         return out
 
-    halves = _halves(q_rows, nq)
-    if halves is not None:
-        # Two threads, one per half of the queries: numpy releases the GIL in the work on
-        # large arrays, so the two halves run on two cores. Every value is a function of its
-        # own query's rows (per-query sums are taken range by range), so the result is the
+    halves = query_halves(q_rows, nq)
+    if len(halves) == 2:
+        # Two threads, one per half of the queries (``parallel``). Every value is a function of
+        # its own query's rows (per-query sums are taken range by range), so the result is the
         # same, bit for bit, as one pass over all rows.
         try:
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                first, second = pool.map(results, halves)
+            first, second = each(results, halves)
         except EvaluationError:
             every = results(None)  # a refusal names what one pass over all rows would name
         else:
@@ -254,29 +251,6 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
     return out
-
-
-# Evaluations of at least this many run rows are split in two halves of the queries, one per
-# thread (where the machine has two cores); below it the threads cost more than they save.
-SPLIT_ROWS = 1 << 18
-
-
-def _halves(q_rows: np.ndarray, nq: int) -> tuple[slice, slice] | None:
-    """Two row ranges holding disjoint sets of queries, about half the rows each; None when the
-    run is small, the machine has one core, or some query's rows are not contiguous (a run not
-    listed query by query) or one query holds the middle of the list."""
-    n = q_rows.size
-    if n < SPLIT_ROWS or (os.cpu_count() or 1) < 2:
-        return None
-    change = q_rows[1:] != q_rows[:-1]
-    listed = np.bincount(q_rows, minlength=nq)
-    if int(np.count_nonzero(change)) + 1 != int(np.count_nonzero(listed)):
-        return None  # some query comes back after another: not listed query by query
-    after = np.flatnonzero(change[n // 2 - 1:])
-    if after.size == 0:
-        return None
-    cut = n // 2 + int(after[0])
-    return slice(0, cut), slice(cut, n)
 
 
 def _apply_empty(values, empty, conv: Conventions, m: Measure, qids):
