@@ -267,7 +267,7 @@ def _release_freed_memory() -> None:
     """
     import pyarrow as pa
 
-    _fixed_mmap_threshold()
+    _one_malloc_arena()
     try:
         pool = pa.jemalloc_memory_pool()
         pa.jemalloc_set_decay_ms(0)
@@ -276,22 +276,23 @@ def _release_freed_memory() -> None:
         pass
 
 
-def _fixed_mmap_threshold(size: int = 1 << 18) -> None:
-    """Have glibc's malloc map every block of ``size`` bytes or more on its own, and unmap it
-    when freed (numpy's large arrays come from malloc).
+def _one_malloc_arena() -> None:
+    """Have every thread take memory from glibc's main malloc arena (numpy's arrays come from
+    malloc).
 
-    By default glibc raises that threshold to the size of the largest block freed so far (up
-    to 32 MiB), after which arrays of a few MB are carved from heaps that keep freed memory;
-    with the evaluation's threads each owning a heap, ~25 MB more was held at the peak of a
-    2M-row run. Setting it fixes it (``mallopt(M_MMAP_THRESHOLD)``). Freshly mapped arrays
-    cost page faults, but numpy asks for huge pages on arrays of 4 MiB and more, so few.
-    Skipped where the C library has no ``mallopt`` (not glibc).
+    glibc gives each thread that allocates while another does an arena of its own; memory
+    freed in an arena stays there for that arena's next allocations. With the readers' and
+    the evaluation's threads each keeping some, ~20 MB more was held at the peak of a 2M-row
+    run. One arena (``mallopt(M_ARENA_MAX, 1)``, set before any of those threads exists) lets
+    every thread reuse what any other freed. (Fixing the mmap threshold instead, so large
+    blocks go back to the system at once, lowered the peak more but cost ~35,000 more page
+    faults, ~0.15 s.) Skipped where the C library has no ``mallopt`` (not glibc).
     """
     import ctypes
 
-    M_MMAP_THRESHOLD = -3
+    M_ARENA_MAX = -8
     try:
-        ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, size)
+        ctypes.CDLL(None).mallopt(M_ARENA_MAX, 1)
     except (OSError, AttributeError):
         pass
 
