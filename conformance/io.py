@@ -112,7 +112,6 @@ import re
 import stat
 import sys
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -683,12 +682,12 @@ def _encode_pairs(qid, docid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         qcode, qids = _factorize(qid)
         key = _pair_keys(qcode, dcode, docids.size)
         return qcode, qids, dcode, docids, key, key.size > 1 and _has_repeats(key)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(_to_object, dvocab)
+    def encode_qids():
         qcode, qids = _factorize(qid)
         key = _pair_keys(qcode, dcode, len(dvocab))
-        repeats = key.size > 1 and _has_repeats(key)
-        docids = pending.result()
+        return qcode, qids, key, key.size > 1 and _has_repeats(key)
+
+    (qcode, qids, key, repeats), docids = both(encode_qids, lambda: _to_object(dvocab))
     return qcode, qids, dcode, docids, key, repeats
 
 

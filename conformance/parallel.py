@@ -10,7 +10,7 @@ core, nothing is split: there the threads would cost more than they save.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -29,25 +29,58 @@ def row_halves(n: int) -> list[slice]:
     return [slice(0, n // 2), slice(n // 2, n)]
 
 
+def in_thread(fn: Callable[[], T]) -> Callable[[], T]:
+    """Start ``fn()`` in a thread of its own; return a function that waits for it and gives
+    its result, or raises its exception. (A bare thread, not ``concurrent.futures``, whose
+    import costs ~10 ms of a command's start.)"""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+
+    def wait() -> T:
+        thread.join()
+        if "error" in box:
+            raise box.pop("error")
+        return box["value"]
+
+    return wait
+
+
 def each(fn: Callable[[slice], T], parts: Sequence[slice]) -> list[T]:
-    """``[fn(p) for p in parts]``, the parts in threads of their own when there are several.
-    The first exception raised (in part order) is raised, after every part has finished."""
-    if len(parts) < 2:
-        return [fn(p) for p in parts]
-    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-        return list(pool.map(fn, parts))
+    """``[fn(p) for p in parts]``, the parts after the first in threads of their own. The
+    first exception raised (in part order) is raised, after every part has finished."""
+    waits = [in_thread(lambda p=p: fn(p)) for p in parts[1:]]
+    try:
+        out = [fn(parts[0])] if parts else []
+    except BaseException:
+        for wait in waits:
+            try:
+                wait()
+            except BaseException:
+                pass
+        raise
+    return out + [wait() for wait in waits]
 
 
 def both(first: Callable[[], T], second: Callable[[], object]) -> tuple[T, object]:
-    """``(first(), second())``, the second in another thread."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(second)
+    """``(first(), second())``, the second in another thread; ``first``'s exception wins."""
+    wait = in_thread(second)
+    try:
+        a = first()
+    except BaseException:
         try:
-            a = first()
+            wait()
         except BaseException:
-            pending.exception()  # let it finish before unwinding
-            raise
-        return a, pending.result()
+            pass
+        raise
+    return a, wait()
 
 
 def query_halves(q, n_queries: int) -> list[slice]:
