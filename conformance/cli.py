@@ -254,23 +254,31 @@ class _Result:
         return self.evaluations[m].conventions[m].ties == "unspecified"
 
 
+ARROW_DECAY_MS = 100
+
+
 def _release_freed_memory() -> None:
-    """Make Arrow's freed memory go back to the system at once, so the peak is that of live data.
+    """Set the process's memory policy: freed Arrow memory goes back to the system within
+    ``ARROW_DECAY_MS`` and at the end of each reader's parse; one malloc arena for numpy.
 
     The command owns its process, so it may set the process-wide Arrow pool (the library API
     leaves it alone). Arrow's default pool (mimalloc) keeps freed blocks for reuse: on a
-    2M-row run it held ~100 MB that no array used after the parse. jemalloc with immediate
-    decay returns them at once. (Arrow's default decay is timed, 1 s: the faster the run, the
-    more freed memory is still held at the peak; it saved a little system time in page faults
-    but raised the peak by up to ~70 MB on an unloaded machine.) Skipped where Arrow has no
-    jemalloc.
+    2M-row run it held ~100 MB that no array used after the parse, which added to the peak.
+    jemalloc returns freed pages after its decay time. With no delay (0 ms) every block the
+    CSV parser frees was given back and faulted in again for the next block: ~66,000 page
+    faults in the parse of a 2M-row run, ~0.25 s of system time. With 100 ms, blocks are
+    reused while the parse runs (~43,000 faults), and the readers return what is left once
+    parsed (``io._fast_parse``, and ``_evaluate`` after both files are read), so the peak
+    stays that of the evaluation (401-402 MB either way, in 8 runs each; the whole command
+    ~0.2 s faster). A 1 s decay kept too much between the purges (peak 589 MB). Skipped
+    where Arrow has no jemalloc.
     """
     import pyarrow as pa
 
     _one_malloc_arena()
     try:
         pool = pa.jemalloc_memory_pool()
-        pa.jemalloc_set_decay_ms(0)
+        pa.jemalloc_set_decay_ms(ARROW_DECAY_MS)
         pa.set_memory_pool(pool)
     except (NotImplementedError, pa.ArrowException, AttributeError):
         pass
@@ -314,6 +322,9 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Con
         qrels_read()  # a bad qrels file is reported first, as if it had been read first
         raise
     qrels = qrels_read()
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()  # what the readers freed, before the evaluation
     prep = Prepared(qrels, run)  # joined once, shared by every convention set below
     groups: dict[Conventions, list[Measure]] = {}
     for m in measures:

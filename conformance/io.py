@@ -298,6 +298,9 @@ def _valid_utf8(data: bytes) -> bool:
     return True
 
 
+_RELEASE_BYTES = 1 << 24  # files at least this large return the parser's memory once parsed
+
+
 def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     """The clean case: one kind of separator, used once between fields, no comments, no blanks.
 
@@ -360,6 +363,11 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
         if name in columns:
             columns[name] = arrow_numpy(columns[name])
     del table
+    if len(data) >= _RELEASE_BYTES:
+        # The parser's transient blocks are garbage now; a pool that keeps freed memory for
+        # reuse (Arrow's default, or the command's jemalloc with a decay time) would hold
+        # them through the rest of the read.
+        pa.default_memory_pool().release_unused()
     return _Parsed(columns, np.arange(1, n + 1, dtype=np.int64), ReadCounts(read=n, used=n))
 
 
