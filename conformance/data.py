@@ -103,9 +103,8 @@ class DocWords:
 
     This replaces dictionary-encoding millions of docid strings, which is most of the cost of
     reading a large run, on the paths that only need equality and order (the reference's join,
-    duplicate check and docid tie rules). Build with :meth:`of`, which returns None for ids it
-    cannot pad to one width (ids over 128 bytes; non-ASCII ids whose padding Arrow counts in
-    code points).
+    duplicate check and docid tie rules). Build with :meth:`of`, which returns None for ids
+    over 128 bytes. Padding counts bytes, so ids in any script have a word form.
     """
 
     def __init__(self, words: np.ndarray, lens: np.ndarray) -> None:
@@ -125,23 +124,42 @@ class DocWords:
             return cls(np.zeros((0, 1), np.uint64), np.zeros(0, np.int32))
         if not all(pa.types.is_string(c.type) for c in chunks):
             return None
+        from conformance.parallel import MIN_ROWS, each, two_cores
+
         lens = [pc.binary_length(c) for c in chunks]
         longest = max(pc.max(x).as_py() for x in lens)
         width = max(8, (longest + 7) // 8 * 8)
         if width > _MAX_WORD_BYTES:
             return None
-        parts = []
-        for c in chunks:
-            padded = pc.utf8_rpad(c, width, padding="\x00")
-            if padded.buffers()[2] is None:  # pragma: no cover - width >= 8 gives bytes
-                return None
-            off = np.frombuffer(padded.buffers()[1], np.int32, len(padded) + 1, padded.offset * 4)
-            if int(off[-1] - off[0]) != width * len(padded):  # multi-byte characters: not one width
-                return None
-            parts.append(np.frombuffer(padded.buffers()[2], np.uint64, len(padded) * width // 8,
-                                       int(off[0])).reshape(-1, width // 8))
-        words = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        lens_np = np.concatenate([arrow_numpy(x) for x in lens]).astype(np.int32, copy=False)
+        first = np.concatenate([[0], np.cumsum([len(c) for c in chunks])])
+        n = int(first[-1])
+        words = np.empty((n, width // 8), np.uint64)
+        lens_np = np.empty(n, np.int32)
+
+        def fill(part: slice) -> bool:
+            """Pad the chunks in ``part`` into their rows of ``words``; False if one cannot be."""
+            for k in range(*part.indices(len(chunks))):
+                # ascii_rpad pads to a width in bytes, whatever the characters (utf8_rpad counts
+                # code points, and takes ~3x as long)
+                padded = pc.ascii_rpad(chunks[k], width, padding="\x00")
+                if padded.buffers()[2] is None:  # pragma: no cover - width >= 8 gives bytes
+                    return False
+                off = np.frombuffer(padded.buffers()[1], np.int32, len(padded) + 1, padded.offset * 4)
+                if int(off[-1] - off[0]) != width * len(padded):  # pragma: no cover - bytes
+                    return False
+                rows = slice(int(first[k]), int(first[k + 1]))
+                words[rows] = np.frombuffer(padded.buffers()[2], np.uint64, len(padded) * width // 8,
+                                            int(off[0])).reshape(-1, width // 8)
+                lens_np[rows] = arrow_numpy(lens[k])
+            return True
+
+        m = len(chunks)
+        # chunk by chunk straight into one matrix (no concatenation of padded copies); a large
+        # input's chunks in two threads, half of them each
+        parts = [slice(0, m // 2), slice(m // 2, m)] if n >= MIN_ROWS and m > 1 and two_cores() else [
+            slice(0, m)]
+        if not all(each(fill, parts)):
+            return None
         return cls(words, lens_np)
 
     def __len__(self) -> int:
@@ -180,8 +198,8 @@ class DocWords:
         return self._hash[width]
 
     def strings(self):
-        """The ids as an Arrow string array, rebuilt from the words (exact: a word form exists
-        only for ids whose bytes fill the padding one byte per character, i.e. ASCII)."""
+        """The ids as an Arrow string array, rebuilt from the words and byte lengths (exact: the
+        bytes of every id are in its words)."""
         import pyarrow as pa
 
         n, width = len(self), self.width * 8
