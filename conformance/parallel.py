@@ -57,16 +57,16 @@ def each(fn: Callable[[slice], T], parts: Sequence[slice]) -> list[T]:
     """``[fn(p) for p in parts]``, the parts after the first in threads of their own. The
     first exception raised (in part order) is raised, after every part has finished."""
     waits = [in_thread(lambda p=p: fn(p)) for p in parts[1:]]
-    try:
-        out = [fn(parts[0])] if parts else []
-    except BaseException:
-        for wait in waits:
-            try:
-                wait()
-            except BaseException:
-                pass
-        raise
-    return out + [wait() for wait in waits]
+    outcomes = []  # (ok, value or exception) per part, in part order
+    for run in ([lambda: fn(parts[0])] if parts else []) + waits:
+        try:
+            outcomes.append((True, run()))
+        except BaseException as e:
+            outcomes.append((False, e))
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
 
 
 def both(first: Callable[[], T], second: Callable[[], object]) -> tuple[T, object]:

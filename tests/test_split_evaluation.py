@@ -103,3 +103,23 @@ def test_refusal_is_the_single_pass_refusal(split, monkeypatch):
     conv = TREC_EVAL.with_settings(["single_document=raise"])
     out = _outcome(qrels, run, conv, split, monkeypatch)
     assert isinstance(out, str) and "'q1'" in out
+
+
+def test_each_waits_for_every_part_and_raises_the_first_error():
+    import time
+
+    finished = []
+
+    def work(part: slice):
+        if part.start == 1:
+            raise ValueError("part 1")
+        if part.start == 2:
+            time.sleep(0.2)
+            finished.append(2)
+            raise KeyError("part 2")
+        return part.start
+
+    with pytest.raises(ValueError, match="part 1"):
+        parallel.each(work, [slice(0, 1), slice(1, 2), slice(2, 3)])
+    assert finished == [2]  # the slow part had finished before the error was raised
+    assert parallel.each(work, [slice(0, 1), slice(5, 6)]) == [0, 5]
