@@ -92,13 +92,16 @@ Query and document ids are dictionary-encoded in order of first appearance.
 
 Speed
 -----
-A clean TREC file (one kind of separator used once between fields, no comment or blank line, no
-``\r``) is read by Arrow's multi-threaded CSV reader; any other file by a general path that splits
-lines on whitespace runs with Arrow compute kernels. Both are columnar: no Python loop over lines
-unless a problem has been found and its line must be named. Docids of large inputs are encoded by
-a sort of hashed ids (see :func:`_factorize_arrow`), which beats a hash table on millions of
-distinct ids. The Python ``str`` objects of the vocabularies (``data.py`` wants object arrays) are
-the only per-id Python objects made.
+A regular uncompressed file is memory-mapped, not copied. A clean TREC file (one kind of
+separator used once between fields, no comment or blank line, no ``\r``) is read by Arrow's
+multi-threaded CSV reader; any other file by a general path that splits lines on whitespace runs
+with Arrow compute kernels. Both are columnar: no Python loop over lines unless a problem has been
+found and its line must be named. Docids are kept in their word form (``data.DocWords``: padded
+bytes, no vocabulary) when the (query, docid) pairs are distinct, which the reader checks by one
+sort of hashed pairs; otherwise they are encoded by a sort of hashed ids (see
+:func:`_factorize_arrow`), which beats a hash table on millions of distinct ids. On large inputs
+the docid words, the query coding, the hashes and the duplicate check use two threads
+(``conformance.parallel``); the result does not depend on it.
 """
 
 from __future__ import annotations
@@ -201,7 +204,8 @@ def _map(f) -> "mmap.mmap | None":
 def _read_bytes(path: str | os.PathLike, mapped: bool = False) -> tuple["bytes | mmap.mmap", str]:
     """The file's bytes, gunzipped, without a UTF-8 byte order mark. With ``mapped``, an
     uncompressed file without a byte order mark may come back as a read-only ``mmap`` (it has
-    ``in``, ``find``, slicing and the buffer protocol, not the ``bytes`` methods)."""
+    ``find``, slicing and the buffer protocol, not the ``bytes`` methods; its ``in`` works but
+    compares byte by byte in Python)."""
     name = os.fsdecode(path)
     if os.path.isdir(name):
         raise InputError(name, "is a directory: expected a file")
@@ -690,6 +694,7 @@ def _encode_pairs(qid, docid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         qcode, qids = _factorize(qid)
         key = _pair_keys(qcode, dcode, docids.size)
         return qcode, qids, dcode, docids, key, key.size > 1 and _has_repeats(key)
+
     def encode_qids():
         qcode, qids = _factorize(qid)
         key = _pair_keys(qcode, dcode, len(dvocab))
