@@ -114,7 +114,7 @@ class DocWords:
     @classmethod
     def of(cls, strings) -> "DocWords | None":
         import pyarrow as pa
-        import pyarrow.compute as pc
+        from conformance import arrow_compute as ac
 
         if isinstance(strings, pa.ChunkedArray):
             chunks = [c for c in strings.chunks if len(c)]
@@ -126,8 +126,8 @@ class DocWords:
             return None
         from conformance.parallel import MIN_ROWS, each, two_cores
 
-        lens = [pc.binary_length(c) for c in chunks]
-        longest = max(pc.max(x).as_py() for x in lens)
+        lens = [ac.binary_length(c) for c in chunks]
+        longest = max(ac.max(x).as_py() for x in lens)
         width = max(8, (longest + 7) // 8 * 8)
         if width > _MAX_WORD_BYTES:
             return None
@@ -141,7 +141,7 @@ class DocWords:
             for k in range(*part.indices(len(chunks))):
                 # ascii_rpad pads to a width in bytes, whatever the characters (utf8_rpad counts
                 # code points, and takes ~3x as long)
-                padded = pc.ascii_rpad(chunks[k], width, padding="\x00")
+                padded = ac.ascii_rpad(chunks[k], width, padding="\x00")
                 if padded.buffers()[2] is None:  # pragma: no cover - width >= 8 gives bytes
                     return False
                 off = np.frombuffer(padded.buffers()[1], np.int32, len(padded) + 1, padded.offset * 4)

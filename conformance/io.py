@@ -119,7 +119,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from conformance import arrow_compute as ac
 import pyarrow.csv as pcsv
 
 from conformance import parallel
@@ -296,7 +296,7 @@ def _valid_utf8(data: bytes) -> bool:
         [None, pa.py_buffer(np.array([0, len(data)], np.int64 if large else np.int32)), pa.py_buffer(data)],
     )
     try:
-        arr.cast(pa.large_string() if large else pa.string())
+        ac.cast(arr, pa.large_string() if large else pa.string())
     except pa.ArrowInvalid:
         return False
     return True
@@ -357,10 +357,10 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     if n == 0:
         return None
     for name in names:
-        if types[name] != _F64 and pc.min(pc.binary_length(table.column(name))).as_py() == 0:
+        if types[name] != _F64 and ac.min(ac.binary_length(table.column(name))).as_py() == 0:
             return None
     qid = table.column(names[0])
-    if pc.any(pc.starts_with(qid, "#")).as_py():
+    if ac.any(ac.starts_with(qid, "#")).as_py():
         return None
     columns = {name: table.column(name) for name in ("qid", "docid", "rank", numeric) if name in names}
     for name in ("rank", numeric):
@@ -390,15 +390,15 @@ def _general_parse(src: _Text, names: list[str], numeric: str, layout: str, exac
         [None, pa.py_buffer(offsets.astype(np.int64 if large else np.int32)), pa.py_buffer(data)],
     )
     try:
-        lines = binary.cast(pa.large_string() if large else pa.string())
+        lines = ac.cast(binary, pa.large_string() if large else pa.string())
     except pa.ArrowInvalid:
         src.check_utf8()  # names the line
         raise InputError(src.name, "not valid UTF-8: expected a UTF-8 text file") from None
-    trimmed = pc.ascii_trim_whitespace(lines)
-    blank = pc.equal(pc.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
-    comment = pc.starts_with(trimmed, "#").to_numpy(zero_copy_only=False)
-    tokens = pc.ascii_split_whitespace(trimmed)
-    ntok = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
+    trimmed = ac.ascii_trim_whitespace(lines)
+    blank = ac.equal(ac.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
+    comment = ac.starts_with(trimmed, "#").to_numpy(zero_copy_only=False)
+    tokens = ac.ascii_split_whitespace(trimmed)
+    ntok = ac.list_value_length(tokens).to_numpy(zero_copy_only=False)
     rows = np.flatnonzero(~(blank | comment))
     counts = ReadCounts(read=int(rows.size), used=int(rows.size), comments=int(comment.sum()), blank=int(blank.sum()))
     want = len(names)
@@ -419,7 +419,7 @@ def _general_parse(src: _Text, names: list[str], numeric: str, layout: str, exac
     columns: dict[str, Any] = {}
     for i, name in enumerate(names):
         if name in ("qid", "docid", "rank", numeric):
-            columns[name] = flat.take(pa.array(starts + i))
+            columns[name] = ac.take(flat, pa.array(starts + i))
     return _Parsed(columns, rows.astype(np.int64) + 1, counts)
 
 
@@ -429,7 +429,7 @@ def _parse(src: _Text, names: list[str], numeric: str, layout: str, exact: bool,
         parsed = _general_parse(src, names, numeric, layout, exact)
         strings = parsed.columns[numeric]
         try:
-            parsed.columns[numeric] = pc.cast(strings, _F64).to_numpy(zero_copy_only=False)
+            parsed.columns[numeric] = ac.cast(strings, _F64).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
             i = _first_bad_cast(strings)
             raise InputError(
@@ -463,7 +463,7 @@ def _first_bad_cast(strings: pa.Array) -> int:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         try:
-            pc.cast(strings.slice(lo, mid - lo), _F64)
+            ac.cast(strings.slice(lo, mid - lo), _F64)
         except pa.ArrowInvalid:
             hi = mid
         else:
@@ -479,13 +479,13 @@ def _lenient_float(strings: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarr
     if isinstance(strings, np.ndarray):  # already numbers (the fast path)
         return strings.astype(np.float64, copy=False)
     try:
-        return pc.cast(strings, _F64).to_numpy(zero_copy_only=False)
+        return ac.cast(strings, _F64).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:
         pass
     # The pattern accepts exactly what Arrow's cast reads (tests/test_io.py checks this), so
     # the second cast cannot fail.
-    ok = pc.match_substring_regex(strings, _NUMBER)
-    return pc.cast(pc.if_else(ok, strings, "nan"), _F64).to_numpy(zero_copy_only=False)
+    ok = ac.match_substring_regex(strings, _NUMBER)
+    return ac.cast(ac.if_else(ok, strings, "nan"), _F64).to_numpy(zero_copy_only=False)
 
 
 def _trec_run(src: _Text, duplicates: str) -> Run:
@@ -518,7 +518,7 @@ def _as_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
         try:
             values = values.combine_chunks()
         except pa.ArrowInvalid:  # over 2 GiB of id bytes
-            values = values.cast(pa.large_string()).combine_chunks()
+            values = ac.cast(values, pa.large_string()).combine_chunks()
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
     return values
@@ -558,14 +558,14 @@ def _factorize_arrow(values: pa.Array | pa.ChunkedArray, *, method: str | None =
     if method is None:
         method = "table" if n < _SORT_MIN_ROWS else "sort"
         if method == "sort":
-            sample = pc.count_distinct(arr.slice(0, _SAMPLE)).as_py()
+            sample = ac.count_distinct(arr.slice(0, _SAMPLE)).as_py()
             if sample * 2 < min(n, _SAMPLE):
                 method = "table"
     if method == "sort":
         out = _factorize_sort(arr, hash_bits)
         if out is not None:
             return out
-    enc = pc.dictionary_encode(arr)
+    enc = ac.dictionary_encode(arr)
     return arrow_numpy(enc.indices).astype(np.int64), enc.dictionary
 
 
@@ -661,7 +661,7 @@ def _factorize_sort(arr: pa.Array, hash_bits: int | None) -> tuple[np.ndarray, p
     codes = np.empty(n, np.int64)
     codes[rows] = renumber[group]
     vocab_rows = np.flatnonzero(marker)
-    return codes, (arr if vocab_rows.size == n else arr.take(pa.array(vocab_rows)))
+    return codes, (arr if vocab_rows.size == n else ac.take(arr, pa.array(vocab_rows)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1267,7 +1267,7 @@ def _frame_arrow(series, source: str, role: str) -> pa.Array:
 def _frame_ids(series, source: str, role: str) -> pa.Array:
     arr = _frame_arrow(series, source, role)
     if pa.types.is_integer(arr.type):
-        return pc.cast(arr, pa.string())
+        return ac.cast(arr, pa.string())
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         return arr
     raise InputError(source, f"column {series.name!r} ({role}) holds {arr.type}: expected strings or integers")
@@ -1279,14 +1279,14 @@ def _frame_numbers(series, source: str, role: str) -> np.ndarray:
         raise InputError(source, f"column {series.name!r} ({role}) holds booleans: expected numbers")
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         try:
-            arr = pc.cast(arr, _F64)
+            arr = ac.cast(arr, _F64)
         except pa.ArrowInvalid:
             i = _first_bad_cast(arr)
             raise InputError(source, f"row {i + 1}: {role} {arr[i].as_py()!r} is not a number: "
                                      "expected a decimal number", i + 1) from None
     elif not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_decimal(arr.type)):
         raise InputError(source, f"column {series.name!r} ({role}) holds {arr.type}: expected numbers")
-    values = pc.cast(arr, _F64).to_numpy(zero_copy_only=False)
+    values = ac.cast(arr, _F64).to_numpy(zero_copy_only=False)
     finite = np.isfinite(values)
     if not finite.all():
         i = int(np.argmin(finite))
@@ -1307,9 +1307,9 @@ def _frame_rank(series, n: int) -> np.ndarray:
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
-        return pc.fill_null(pc.cast(arr, _F64), math.nan).to_numpy(zero_copy_only=False)
+        return ac.fill_null(ac.cast(arr, _F64), math.nan).to_numpy(zero_copy_only=False)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        return _lenient_float(pc.fill_null(arr, "nan"))
+        return _lenient_float(ac.fill_null(arr, "nan"))
     return np.full(n, np.nan)
 
 

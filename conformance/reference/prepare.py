@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from conformance import arrow_compute as ac
 
 from conformance.conventions import Conventions
 from conformance.data import Qrels, Run, arrow_numpy
@@ -37,10 +37,10 @@ def _sorted_union_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray,
     trec_eval's strcmp gives on the raw docnos.
     """
     a_arr, b_arr = a, b
-    uniq = pc.unique(pa.concat_arrays([a_arr, b_arr]))
-    uniq = uniq.take(pc.sort_indices(uniq))
-    a_pos = arrow_numpy(pc.index_in(a_arr, value_set=uniq))
-    b_pos = arrow_numpy(pc.index_in(b_arr, value_set=uniq))
+    uniq = ac.unique(pa.concat_arrays([a_arr, b_arr]))
+    uniq = ac.take(uniq, ac.sort_indices(uniq))
+    a_pos = arrow_numpy(ac.index_in(a_arr, value_set=uniq))
+    b_pos = arrow_numpy(ac.index_in(b_arr, value_set=uniq))
     return (
         uniq,
         a_pos.astype(np.int64),
@@ -59,11 +59,11 @@ def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.nda
     """
     swap = len(b) > len(a)
     small, large = (a, b) if swap else (b, a)
-    found = pc.index_in(large, value_set=small)
-    missing = found.is_null().to_numpy(zero_copy_only=False)
-    large_codes = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    found = ac.index_in(large, value_set=small)
+    missing = ac.is_null(found).to_numpy(zero_copy_only=False)
+    large_codes = ac.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     large_codes[missing] = len(small) + np.arange(int(missing.sum()), dtype=np.int64)
-    vocab = pa.concat_arrays([small, large.filter(pa.array(missing))]) if missing.any() else small
+    vocab = pa.concat_arrays([small, ac.filter(large, pa.array(missing))]) if missing.any() else small
     small_codes = np.arange(len(small), dtype=np.int64)
     return (vocab, small_codes, large_codes) if swap else (vocab, large_codes, small_codes)
 
@@ -87,13 +87,13 @@ class _ByteOrder:
         if self._rank is not None or codes.size > len(self.vocab) // 4:
             return self.all()[codes]
         distinct, inverse = np.unique(codes, return_inverse=True)
-        return self._ranks(self.vocab.take(pa.array(distinct)))[inverse]
+        return self._ranks(ac.take(self.vocab, pa.array(distinct)))[inverse]
 
     @staticmethod
     def _ranks(strings: pa.Array) -> np.ndarray:
         # Arrow compares strings as bytes, which for UTF-8 is also code point order: the same
         # order trec_eval's strcmp gives on the raw docnos.
-        order = pc.sort_indices(strings).to_numpy(zero_copy_only=False)
+        order = ac.sort_indices(strings).to_numpy(zero_copy_only=False)
         rank = np.empty(order.size, np.int64)
         rank[order] = np.arange(order.size, dtype=np.int64)
         return rank
