@@ -119,9 +119,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
-from conformance import arrow_compute as ac
 import pyarrow.csv as pcsv
 
+from conformance import arrow_compute as ac
 from conformance import parallel
 from conformance.conventions import AXES
 from conformance.data import DocWords, Qrels, ReadCounts, Run, arrow_numpy

@@ -82,6 +82,30 @@ def test_join_with_forced_hash_collisions(tmp_path, bits):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("bits", [2, 8, 64])
+def test_join_in_two_threads_equals_one(tmp_path, monkeypatch, bits):
+    """The join split by halves of the queries (forced on a small run) gives the same labels."""
+    from conformance import parallel
+    from conformance.reference.prepare import _merge_in_halves
+
+    rp, qp, run_rows, qrels_rows = _files(tmp_path, random.Random(100 + bits), queries=10)
+    run, qrels = io.read_run(rp), io.read_qrels(qp)
+    prep = Prepared(qrels, run)
+    expected = Prepared(Qrels.from_records(qrels_rows), Run.from_records(run_rows)).run_label
+    monkeypatch.setattr(parallel, "MIN_ROWS", 2)
+    monkeypatch.setattr(parallel, "two_cores", lambda: True)
+    assert len(parallel.query_halves(prep.run_q, prep.n_queries)) == 2
+    got = _merge_in_halves(prep.run_q, run.doc_words, prep.qrels_q, qrels.doc_words,
+                           prep.qrels_label, prep.n_queries, hash_bits=bits)
+    np.testing.assert_array_equal(got, expected)
+    # a pair judged twice (in one half) still sends the join to the exact path
+    twice = Qrels.from_records(qrels_rows + [qrels_rows[-1]])
+    words = DocWords.of(pa.array([d for _, d, _ in qrels_rows + [qrels_rows[-1]]]))
+    q_of = {q: i for i, q in enumerate(prep.qids)}
+    tq = np.array([q_of[q] for q, _, _ in qrels_rows + [qrels_rows[-1]]])
+    assert _merge_in_halves(prep.run_q, run.doc_words, tq, words, twice.label, prep.n_queries) is None
+
+
 def test_repeated_pairs_go_to_the_exact_join():
     run = Run.from_records([("q", "a", 1.0), ("q", "a", 2.0)])
     words = DocWords.of(pa.array(["a", "a"]))

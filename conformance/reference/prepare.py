@@ -15,11 +15,12 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-from conformance import arrow_compute as ac
 
+from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run, arrow_numpy
+from conformance.data import DocWords, Qrels, Run, arrow_numpy
 from conformance.errors import EvaluationError
+from conformance.parallel import each, query_halves
 
 
 def _strings(table) -> pa.Array:
@@ -209,8 +210,8 @@ class Prepared:
         self._dedup: dict[str, np.ndarray] = {}
         self._merged: np.ndarray | None = None  # run_label from the word-form join
         if run.doc_words is not None and qrels.doc_words is not None and len(run) and len(qrels):
-            self._merged = _merge_labels(self.run_q, run.doc_words, self.qrels_q, qrels.doc_words,
-                                         self.qrels_label)
+            self._merged = _merge_in_halves(self.run_q, run.doc_words, self.qrels_q, qrels.doc_words,
+                                            self.qrels_label, self.n_queries)
             run.doc_words.forget_hashes()  # 8 bytes a row, not needed again (peak memory)
             qrels.doc_words.forget_hashes()
         if self._merged is not None:
@@ -317,8 +318,36 @@ class Prepared:
         return self._doc_vocab[int(self.run_doc_code[row])].as_py()
 
 
+def _merge_in_halves(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
+                     qrels_label: np.ndarray, n_queries: int, hash_bits: int = 64) -> np.ndarray | None:
+    """:func:`_merge_labels`, in two threads when the run is large and listed query by query:
+    each joins the run rows of half of the queries with those queries' judgments. A judgment
+    can only match a run row of its own query, so the labels are those of one join."""
+    halves = query_halves(run_q, n_queries)
+    if len(halves) < 2:
+        return _merge_labels(run_q, run_words, qrels_q, qrels_words, qrels_label, hash_bits)
+    width = max(run_words.width, qrels_words.width)
+    run_hash, qrels_hash = run_words.hash(width), qrels_words.hash(width)
+    later = np.zeros(n_queries, bool)
+    later[run_q[halves[1]]] = True
+    judged_later = later[qrels_q]
+
+    def half(rows: slice):
+        sel = np.flatnonzero(judged_later if rows.start else ~judged_later)
+        return _merge_labels(
+            run_q[rows], DocWords(run_words.words[rows], run_words.lens[rows]),
+            qrels_q[sel], DocWords(qrels_words.words[sel], qrels_words.lens[sel]), qrels_label[sel],
+            hash_bits, run_hash=run_hash[rows], qrels_hash=qrels_hash[sel])
+
+    first, second = each(half, halves)
+    if first is None or second is None:
+        return None
+    return np.concatenate([first, second])
+
+
 def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
-                  qrels_label: np.ndarray, hash_bits: int = 64) -> np.ndarray | None:
+                  qrels_label: np.ndarray, hash_bits: int = 64, *, run_hash: np.ndarray | None = None,
+                  qrels_hash: np.ndarray | None = None) -> np.ndarray | None:
     """Each run row's qrels label (NaN when not judged), joined by one sort; None when the
     exact join must decide (a (query, docid) pair repeated in the run or in the qrels).
 
@@ -328,9 +357,10 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     group; each candidate pair is verified on the query and the docid words, so a hash
     collision can neither make nor hide a match. Groups of two are handled in bulk, the few
     larger ones (collisions of the shortened hash) one by one. ``hash_bits`` keeps only that
-    many bits of the hash (tests use it to force collisions).
+    many bits of the hash (tests use it to force collisions). ``run_hash`` / ``qrels_hash``:
+    the docids' ``DocWords.hash`` at the wider of the two widths, when already computed.
     """
-    from conformance.io import _pair_hash
+    from conformance.io import _mix_pair
 
     width = max(run_words.width, qrels_words.width)
     nq, nr = qrels_q.size, run_q.size
@@ -338,8 +368,8 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     bits = max(1, (n - 1).bit_length())
     low = np.uint64((1 << bits) - 1)
     packed = np.empty(n, np.uint64)
-    packed[:nq] = _pair_hash(qrels_q, qrels_words, width)
-    packed[nq:] = _pair_hash(run_q, run_words, width)
+    packed[:nq] = _mix_pair(qrels_q, qrels_words.hash(width) if qrels_hash is None else qrels_hash)
+    packed[nq:] = _mix_pair(run_q, run_words.hash(width) if run_hash is None else run_hash)
     packed >>= np.uint64(max(bits, 64 - hash_bits))
     packed <<= np.uint64(max(bits, 64 - hash_bits))
     packed |= np.arange(n, dtype=np.uint64)
