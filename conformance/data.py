@@ -90,6 +90,79 @@ _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _MAX_WORD_BYTES = 128  # longer ids: no word form (readers fall back to exact string coding)
 
 
+class LazyRange:
+    """``np.arange(start, stop)`` (int64) held as its two ends.
+
+    Row numbers (1, 2, ... of a file whose every line is a data row) and listing positions of
+    large inputs are such ranges; as arrays they cost 8 bytes a row (16 MB each on 2M rows),
+    at the peak of an evaluation. Indexing gives what the array would give: a ``LazyRange`` for
+    a slice with step 1, an ``np.int64`` for an integer, an array for anything else.
+    ``np.asarray`` makes the array.
+    """
+
+    dtype = np.dtype(np.int64)
+    ndim = 1
+
+    def __init__(self, start: int, stop: int) -> None:
+        self.start, self.stop = int(start), max(int(start), int(stop))
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def size(self) -> int:
+        return len(self)
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (len(self),)
+
+    def __getitem__(self, idx):
+        n = len(self)
+        if isinstance(idx, slice):
+            a, b, step = idx.indices(n)
+            if step == 1:
+                return LazyRange(self.start + a, self.start + max(a, b))
+            return np.arange(n, dtype=np.int64)[idx] + self.start
+        if isinstance(idx, (int, np.integer)):
+            i = int(idx) + (n if idx < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"index {int(idx)} is out of bounds for size {n}")
+            return np.int64(self.start + i)
+        idx = np.asarray(idx)
+        if idx.dtype == bool:
+            if idx.shape != (n,):
+                raise IndexError(f"boolean index of shape {idx.shape} for size {n}")
+            return np.flatnonzero(idx) + self.start
+        idx = idx.astype(np.int64, copy=False)
+        if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+            raise IndexError(f"index out of bounds for size {n}")
+        return np.where(idx < 0, idx + n, idx) + self.start
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = np.arange(self.start, self.stop, dtype=np.int64)
+        return out if dtype is None else out.astype(dtype)
+
+    def __iter__(self):
+        return iter(range(self.start, self.stop))
+
+    def tolist(self) -> list[int]:
+        return list(range(self.start, self.stop))
+
+    def min(self) -> np.int64:
+        if not len(self):
+            raise ValueError("zero-size range has no minimum")
+        return np.int64(self.start)
+
+    def max(self) -> np.int64:
+        if not len(self):
+            raise ValueError("zero-size range has no maximum")
+        return np.int64(self.stop - 1)
+
+    def __repr__(self) -> str:
+        return f"LazyRange({self.start}, {self.stop})"
+
+
 class DocWords:
     """Per-row document ids as fixed-width words, for equality and byte order without a vocabulary.
 

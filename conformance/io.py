@@ -124,7 +124,7 @@ import pyarrow.csv as pcsv
 from conformance import arrow_compute as ac
 from conformance import parallel
 from conformance.conventions import AXES
-from conformance.data import DocWords, Qrels, ReadCounts, Run, arrow_numpy
+from conformance.data import DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy
 from conformance.errors import InputError
 from conformance.parallel import both, each
 
@@ -372,7 +372,7 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
         # reuse (Arrow's default, or the command's jemalloc with a decay time) would hold
         # them through the rest of the read.
         pa.default_memory_pool().release_unused()
-    return _Parsed(columns, np.arange(1, n + 1, dtype=np.int64), ReadCounts(read=n, used=n))
+    return _Parsed(columns, LazyRange(1, n + 1), ReadCounts(read=n, used=n))
 
 
 def _general_parse(src: _Text, names: list[str], numeric: str, layout: str, exact: bool) -> _Parsed:
@@ -746,11 +746,15 @@ def _mix_pair(qcode: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
     return key
 
 
+def _line_numbers(line) -> "np.ndarray | LazyRange":
+    return line if isinstance(line, LazyRange) else np.asarray(line, dtype=np.int64)
+
+
 def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicates: str, unit: str) -> Run:
     fast = _encode_words(qid, docid)
     if fast is not None:
         qcode, qvocab, strings, words = fast
-        run = Run(qcode, _to_object(qvocab), None, None, np.asarray(line, dtype=np.int64), name, counts,
+        run = Run(qcode, _to_object(qvocab), None, None, _line_numbers(line), name, counts,
                   np.ascontiguousarray(score, dtype=np.float64), np.ascontiguousarray(rank, dtype=np.float64),
                   doc_words=words)
         run.distinct_pairs, run.qid_strings = True, qvocab
@@ -790,7 +794,7 @@ def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) ->
     fast = _encode_words(qid, docid)
     if fast is not None:
         qcode, qvocab, strings, words = fast
-        qrels = Qrels(qcode, _to_object(qvocab), None, None, np.asarray(line, dtype=np.int64), name, counts,
+        qrels = Qrels(qcode, _to_object(qvocab), None, None, _line_numbers(line), name, counts,
                       np.ascontiguousarray(label, dtype=np.float64), doc_words=words)
         qrels.distinct_pairs, qrels.qid_strings = True, qvocab
         return qrels

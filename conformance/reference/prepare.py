@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import DocWords, Qrels, Run, arrow_numpy
+from conformance.data import DocWords, LazyRange, Qrels, Run, arrow_numpy
 from conformance.errors import EvaluationError
 from conformance.parallel import each, query_halves
 
@@ -67,6 +67,10 @@ def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.nda
     vocab = pa.concat_arrays([small, ac.filter(large, pa.array(missing))]) if missing.any() else small
     small_codes = np.arange(len(small), dtype=np.int64)
     return (vocab, small_codes, large_codes) if swap else (vocab, large_codes, small_codes)
+
+
+def _lines(line) -> "np.ndarray | LazyRange":
+    return line if isinstance(line, LazyRange) else np.asarray(line, dtype=np.int64)
 
 
 class _ByteOrder:
@@ -198,11 +202,11 @@ class Prepared:
         self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
         self.run_score = np.asarray(run.score, dtype=np.float64)
         self.run_rank = np.asarray(run.rank, dtype=np.float64)
-        self.run_line = np.asarray(run.line, dtype=np.int64)
-        self.run_order = np.arange(len(run), dtype=np.int64)
+        self.run_line = _lines(run.line)
+        self.run_order = LazyRange(0, len(run))
         self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
         self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
-        self.qrels_line = np.asarray(qrels.line, dtype=np.int64)  # for refusals naming a line
+        self.qrels_line = _lines(qrels.line)  # for refusals naming a line
         self.in_run = np.zeros(self.n_queries, bool)
         self.in_run[self.run_q] = True
         self.in_qrels = np.zeros(self.n_queries, bool)
@@ -332,22 +336,21 @@ def _merge_in_halves(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_wo
     later[run_q[halves[1]]] = True
     judged_later = later[qrels_q]
 
-    def half(rows: slice):
+    label = np.empty(run_q.size)
+
+    def half(rows: slice) -> bool:
         sel = np.flatnonzero(judged_later if rows.start else ~judged_later)
         return _merge_labels(
             run_q[rows], DocWords(run_words.words[rows], run_words.lens[rows]),
             qrels_q[sel], DocWords(qrels_words.words[sel], qrels_words.lens[sel]), qrels_label[sel],
-            hash_bits, run_hash=run_hash[rows], qrels_hash=qrels_hash[sel])
+            hash_bits, run_hash=run_hash[rows], qrels_hash=qrels_hash[sel], out=label[rows]) is not None
 
-    first, second = each(half, halves)
-    if first is None or second is None:
-        return None
-    return np.concatenate([first, second])
+    return label if all(each(half, halves)) else None
 
 
 def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
                   qrels_label: np.ndarray, hash_bits: int = 64, *, run_hash: np.ndarray | None = None,
-                  qrels_hash: np.ndarray | None = None) -> np.ndarray | None:
+                  qrels_hash: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray | None:
     """Each run row's qrels label (NaN when not judged), joined by one sort; None when the
     exact join must decide (a (query, docid) pair repeated in the run or in the qrels).
 
@@ -358,7 +361,8 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     collision can neither make nor hide a match. Groups of two are handled in bulk, the few
     larger ones (collisions of the shortened hash) one by one. ``hash_bits`` keeps only that
     many bits of the hash (tests use it to force collisions). ``run_hash`` / ``qrels_hash``:
-    the docids' ``DocWords.hash`` at the wider of the two widths, when already computed.
+    the docids' ``DocWords.hash`` at the wider of the two widths, when already computed;
+    ``out``: where to write the labels (a float64 array of the run's length).
     """
     from conformance.io import _mix_pair
 
@@ -377,7 +381,8 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     high = packed >> np.uint64(bits)
     eq = np.flatnonzero(high[1:] == high[:-1])
     del high
-    label = np.full(nr, np.nan)
+    label = np.full(nr, np.nan) if out is None else out
+    label.fill(np.nan)
     if eq.size == 0:
         return label
     # groups of equal high bits: pairs (i, i + 1); a pair that touches another is in a larger group

@@ -146,9 +146,9 @@ class Ranked:
 
 def _take(values, rows: np.ndarray | None) -> np.ndarray:
     """``values[rows]`` (all of it when rows is None); a lazy key computes only those rows."""
-    if isinstance(values, np.ndarray):
-        return values if rows is None else values[rows]
-    return values.codes(rows)
+    if hasattr(values, "codes"):
+        return values.codes(rows)
+    return np.asarray(values) if rows is None else values[rows]
 
 
 def _packed_key(q: np.ndarray, primary: np.ndarray, n_queries: int) -> tuple[np.ndarray, bool] | None:
