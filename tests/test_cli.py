@@ -472,3 +472,16 @@ def test_both_files_bad_reports_the_qrels_first(tmp_path):
     q.write_text("")
     result = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR")
     assert result.exit_code == 2 and str(q) in result.stderr and "empty" in result.stderr
+
+
+def test_rank_column_read_from_a_trec_file(tmp_path):
+    # the reader keeps the rank column as text until rank_source=rank_column asks for it: the
+    # ranks (not the scores) must then order the list
+    q, r = tmp_path / "q.txt", tmp_path / "r.txt"
+    q.write_text("q1 0 b 1\n")
+    r.write_text("q1 Q0 a 2 9.0 t\nq1 Q0 b 1 1.0 t\n")  # by score a first; by rank b first
+    by_score = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR", "--format", "json")
+    by_rank = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR", "--format", "json",
+                     "--set", "rank_source=rank_column")
+    assert json.loads(by_score.stdout)["metrics"]["RR"] == 0.5
+    assert json.loads(by_rank.stdout)["metrics"]["RR"] == 1.0
