@@ -13,7 +13,6 @@ and the depth (``None`` for no depth), and for custom gains the canonical text `
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -21,6 +20,15 @@ from typing import Any, Callable, Mapping
 
 class ConventionError(ValueError):
     """An axis name or value that the vocabulary does not know."""
+
+
+
+def _close_matches(word: str, possibilities: list[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The known names closest to an unknown one (``difflib``, imported only then: a few ms
+    of every command otherwise)."""
+    import difflib
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,7 @@ class Axis:
             return _NAMED_TO_STORED.get((self.name, text), text)
         if self.parse_open is not None:
             return self.parse_open(text)
-        close = difflib.get_close_matches(text, list(self.values), n=3)
+        close = _close_matches(text, list(self.values), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ConventionError(
             f"axis {self.name!r} has no value {text!r}: expected one of "
@@ -368,7 +376,7 @@ class Conventions:
 
 
 def _unknown_axis_message(name: str) -> str:
-    close = difflib.get_close_matches(name, list(AXES), n=3)
+    close = _close_matches(name, list(AXES), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return f"unknown axis {name!r}: known axes are {', '.join(AXES)}{hint}"
 
@@ -427,6 +435,6 @@ def profile(name: str) -> Conventions:
         found = None
     if found is not None:
         return found
-    close = difflib.get_close_matches(name, list(PROFILES), n=3)
+    close = _close_matches(name, list(PROFILES), n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise ConventionError(f"unknown profile {name!r}: known profiles are {', '.join(PROFILES)}{hint}")

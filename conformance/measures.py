@@ -8,12 +8,12 @@ trec_eval syntax (``ndcg_cut_10``, ``P_5``) and ranx syntax (``ndcg_burges@10``,
 
 from __future__ import annotations
 
-import difflib as _difflib
 import math as _math
 import re as _re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.conventions import _close_matches
 from conformance.conventions import AXES as _AXES
 from conformance.conventions import ConventionError as _ConventionError
 from conformance.conventions import Conventions, format_value
@@ -275,7 +275,7 @@ def _unknown(head: str, measure: str) -> MeasureError:
     for n in _NAMES:
         pool.setdefault(n.lower(), []).append(n)
     # Match case-insensitively, so 'Ndcg' still finds nDCG and ndcg.
-    close = _difflib.get_close_matches(head.lower(), list(pool), n=3, cutoff=0.6)
+    close = _close_matches(head.lower(), list(pool), n=3, cutoff=0.6)
     names = [n for c in close for n in pool[c]]
     hint = f"; did you mean {', '.join(names)}?" if names else ""
     return MeasureError(
@@ -430,7 +430,7 @@ class _Builder:
                 )
             self.override(key, self._axis(key, value), f"{key}=")
         else:
-            close = _difflib.get_close_matches(key, list(_PARAMS) + list(_AXES), n=3)
+            close = _close_matches(key, list(_PARAMS) + list(_AXES), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise MeasureError(
                 f"measure {m!r}: unknown parameter {key!r}{hint} (parameters: "

@@ -209,7 +209,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
         return out
 
-    halves = query_halves(q_rows, nq)
+    halves = prep.run_halves if q_rows is prep.run_q else query_halves(q_rows, nq)
     if len(halves) == 2:
         # Two threads, one per half of the queries (``parallel``). Every value is a function of
         # its own query's rows (per-query sums are taken range by range), so the result is the

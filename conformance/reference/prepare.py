@@ -211,11 +211,13 @@ class Prepared:
         self.in_run[self.run_q] = True
         self.in_qrels = np.zeros(self.n_queries, bool)
         self.in_qrels[self.qrels_q] = True
+        # two row ranges of disjoint queries for work in two threads, or one range (parallel)
+        self.run_halves = query_halves(self.run_q, self.n_queries)
         self._dedup: dict[str, np.ndarray] = {}
         self._merged: np.ndarray | None = None  # run_label from the word-form join
         if run.doc_words is not None and qrels.doc_words is not None and len(run) and len(qrels):
             self._merged = _merge_in_halves(self.run_q, run.doc_words, self.qrels_q, qrels.doc_words,
-                                            self.qrels_label, self.n_queries)
+                                            self.qrels_label, self.n_queries, self.run_halves)
             run.doc_words.forget_hashes()  # 8 bytes a row, not needed again (peak memory)
             qrels.doc_words.forget_hashes()
         if self._merged is not None:
@@ -323,11 +325,13 @@ class Prepared:
 
 
 def _merge_in_halves(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
-                     qrels_label: np.ndarray, n_queries: int, hash_bits: int = 64) -> np.ndarray | None:
+                     qrels_label: np.ndarray, n_queries: int, halves: list[slice] | None = None,
+                     hash_bits: int = 64) -> np.ndarray | None:
     """:func:`_merge_labels`, in two threads when the run is large and listed query by query:
     each joins the run rows of half of the queries with those queries' judgments. A judgment
     can only match a run row of its own query, so the labels are those of one join."""
-    halves = query_halves(run_q, n_queries)
+    if halves is None:
+        halves = query_halves(run_q, n_queries)
     if len(halves) < 2:
         return _merge_labels(run_q, run_words, qrels_q, qrels_words, qrels_label, hash_bits)
     width = max(run_words.width, qrels_words.width)
