@@ -395,6 +395,9 @@ def test_ctrl_c_stops_a_run_at_once_even_while_a_library_hangs():
     subjects = [Subject(f"case{i}", qrels, run, parse_measures("P@1")) for i in range(3)]
     entries = isolate([FaultyEntry("hang"), FaultyEntry("none")], timeout=300)
     timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and Python then installs no handler: give this one Python's, as a terminal's would.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     timer.start()
     try:
@@ -402,6 +405,7 @@ def test_ctrl_c_stops_a_run_at_once_even_while_a_library_hangs():
             run_entries(entries, subjects)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 60
     assert worker("faulty_hang").proc is None
 
