@@ -22,7 +22,6 @@ class ConventionError(ValueError):
     """An axis name or value that the vocabulary does not know."""
 
 
-
 def _close_matches(word: str, possibilities: list[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
     """The known names closest to an unknown one (``difflib``, imported only then: a few ms
     of every command otherwise)."""

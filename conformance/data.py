@@ -17,6 +17,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from conformance.parallel import each, row_halves, worth_splitting
+
 
 @dataclass
 class ReadCounts:
@@ -163,6 +165,22 @@ class LazyRange:
         return f"LazyRange({self.start}, {self.stop})"
 
 
+def line_numbers(line) -> "np.ndarray | LazyRange":
+    """Row numbers as a table keeps them: a LazyRange as it is, anything else as int64."""
+    return line if isinstance(line, LazyRange) else np.asarray(line, dtype=np.int64)
+
+
+def pair_hash(qcode: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
+    """A uint64 per row, equal for rows with equal (query code, docid): ``doc_hash`` is the
+    docids' :meth:`DocWords.hash`. Unequal pairs may share it; every use verifies."""
+    with np.errstate(over="ignore"):
+        key = qcode.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        key ^= doc_hash
+        key *= _M1
+        key ^= key >> np.uint64(31)
+    return key
+
+
 class DocWords:
     """Per-row document ids as fixed-width words, for equality and byte order without a vocabulary.
 
@@ -197,8 +215,6 @@ class DocWords:
             return cls(np.zeros((0, 1), np.uint64), np.zeros(0, np.int32))
         if not all(pa.types.is_string(c.type) for c in chunks):
             return None
-        from conformance.parallel import MIN_ROWS, each, two_cores
-
         lens = [ac.binary_length(c) for c in chunks]
         longest = max(ac.max(x).as_py() for x in lens)
         width = max(8, (longest + 7) // 8 * 8)
@@ -229,8 +245,7 @@ class DocWords:
         m = len(chunks)
         # chunk by chunk straight into one matrix (no concatenation of padded copies); a large
         # input's chunks in two threads, half of them each
-        parts = [slice(0, m // 2), slice(m // 2, m)] if n >= MIN_ROWS and m > 1 and two_cores() else [
-            slice(0, m)]
+        parts = [slice(0, m // 2), slice(m // 2, m)] if m > 1 and worth_splitting(n) else [slice(0, m)]
         if not all(each(fill, parts)):
             return None
         return cls(words, lens_np)
@@ -246,8 +261,6 @@ class DocWords:
         """uint64 per row, the same for equal ids in matrices of any width up to ``width``."""
         width = self.width if width is None else max(width, self.width)
         if width not in self._hash:
-            from conformance.parallel import each, row_halves
-
             h = np.empty(len(self), np.uint64)
 
             def rows(part: slice) -> None:  # each row's hash depends on that row alone

@@ -122,11 +122,10 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from conformance import arrow_compute as ac
-from conformance import parallel
 from conformance.conventions import AXES
-from conformance.data import DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy
+from conformance.data import DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy, line_numbers, pair_hash
 from conformance.errors import InputError
-from conformance.parallel import both, each
+from conformance.parallel import both, each, query_halves, worth_splitting
 
 __all__ = [
     "read_run",
@@ -714,47 +713,28 @@ def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | 
         return None
     # the docid words and the query coding are independent: on large inputs, two threads
     words, (qcode, qvocab) = both(lambda: DocWords.of(docid), lambda: _factorize_arrow(qid)) if (
-        len(docid) >= parallel.MIN_ROWS and parallel.two_cores()) else (
-        DocWords.of(docid), _factorize_arrow(qid))
+        worth_splitting(len(docid))) else (DocWords.of(docid), _factorize_arrow(qid))
     if words is None:
         return None
     h = words.hash()
 
     def repeats(part: slice) -> bool:
-        key = _mix_pair(qcode[part], h[part])
+        key = pair_hash(qcode[part], h[part])
         key.sort()
         return bool((key[1:] == key[:-1]).any())  # a repeat, or (rarely) a hash collision
 
     # a pair can repeat only within its query: a run listed query by query is checked in
     # two halves of its queries at once
-    if any(each(repeats, parallel.query_halves(qcode, len(qvocab)))):
+    if any(each(repeats, query_halves(qcode, len(qvocab)))):
         return None
     return qcode, qvocab, docid, words
-
-
-def _pair_hash(qcode: np.ndarray, words: DocWords, width: int | None = None) -> np.ndarray:
-    """A uint64 per row, equal for rows with equal (query code, docid)."""
-    return _mix_pair(qcode, words.hash(width))
-
-
-def _mix_pair(qcode: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        key = qcode.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        key ^= doc_hash
-        key *= np.uint64(0xFF51AFD7ED558CCD)
-        key ^= key >> np.uint64(31)
-    return key
-
-
-def _line_numbers(line) -> "np.ndarray | LazyRange":
-    return line if isinstance(line, LazyRange) else np.asarray(line, dtype=np.int64)
 
 
 def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicates: str, unit: str) -> Run:
     fast = _encode_words(qid, docid)
     if fast is not None:
         qcode, qvocab, strings, words = fast
-        run = Run(qcode, _to_object(qvocab), None, None, _line_numbers(line), name, counts,
+        run = Run(qcode, _to_object(qvocab), None, None, line_numbers(line), name, counts,
                   np.ascontiguousarray(score, dtype=np.float64), np.ascontiguousarray(rank, dtype=np.float64),
                   doc_words=words)
         run.distinct_pairs, run.qid_strings = True, qvocab
@@ -794,7 +774,7 @@ def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) ->
     fast = _encode_words(qid, docid)
     if fast is not None:
         qcode, qvocab, strings, words = fast
-        qrels = Qrels(qcode, _to_object(qvocab), None, None, _line_numbers(line), name, counts,
+        qrels = Qrels(qcode, _to_object(qvocab), None, None, line_numbers(line), name, counts,
                       np.ascontiguousarray(label, dtype=np.float64), doc_words=words)
         qrels.distinct_pairs, qrels.qid_strings = True, qvocab
         return qrels

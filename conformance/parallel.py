@@ -22,9 +22,14 @@ def two_cores() -> bool:
     return (os.cpu_count() or 1) >= 2
 
 
+def worth_splitting(n: int) -> bool:
+    """Whether work over ``n`` rows goes to two threads."""
+    return n >= MIN_ROWS and two_cores()
+
+
 def row_halves(n: int) -> list[slice]:
     """[0, n) as two halves when worth splitting, else as one range."""
-    if n < MIN_ROWS or not two_cores():
+    if not worth_splitting(n):
         return [slice(0, n)]
     return [slice(0, n // 2), slice(n // 2, n)]
 
@@ -91,7 +96,7 @@ def query_halves(q, n_queries: int) -> list[slice]:
 
     n = q.size
     whole = [slice(0, n)]
-    if n < MIN_ROWS or not two_cores():
+    if not worth_splitting(n):
         return whole
     change = q[1:] != q[:-1]
     if int(np.count_nonzero(change)) + 1 != int(np.count_nonzero(np.bincount(q, minlength=n_queries))):

@@ -171,12 +171,13 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         if nonpositive.any():
             masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
 
+    doc = prep.run_doc if rows is None else prep.run_doc[rows]
+
     def results(part: slice | None) -> dict[Measure, list]:
         """Each measure's (values, empty) per order, from the rows in ``part`` (all: None)."""
         def take(a):
             return a if part is None else a[part]
 
-        doc = prep.run_doc if rows is None else prep.run_doc[rows]
         cache: dict[tuple[str, bool], Context] = {}
 
         def context(tie_rule: str, masked: bool) -> Context:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import DocWords, LazyRange, Qrels, Run, arrow_numpy
+from conformance.data import DocWords, LazyRange, Qrels, Run, arrow_numpy, line_numbers, pair_hash
 from conformance.errors import EvaluationError
 from conformance.parallel import each, query_halves
 
@@ -67,10 +67,6 @@ def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.nda
     vocab = pa.concat_arrays([small, ac.filter(large, pa.array(missing))]) if missing.any() else small
     small_codes = np.arange(len(small), dtype=np.int64)
     return (vocab, small_codes, large_codes) if swap else (vocab, large_codes, small_codes)
-
-
-def _lines(line) -> "np.ndarray | LazyRange":
-    return line if isinstance(line, LazyRange) else np.asarray(line, dtype=np.int64)
 
 
 class _ByteOrder:
@@ -143,10 +139,13 @@ class _WordsKey:
 
     def __getitem__(self, rows) -> "_WordsKey":
         if self._rows is None and isinstance(rows, slice) and rows.step in (None, 1):
-            return _WordsKey(self._words, slice(*rows.indices(len(self._words))[:2]), self._full)
+            start, stop, _ = rows.indices(len(self._words))
+            return _WordsKey(self._words, slice(start, max(start, stop)), self._full)
         held = self._rows
-        if held is None or isinstance(held, slice):
-            held = np.arange(len(self._words))[held if held is not None else slice(None)]
+        if held is None:
+            held = np.arange(len(self._words))
+        elif isinstance(held, slice):
+            held = np.arange(held.start, held.stop)
         return _WordsKey(self._words, held[rows], self._full)
 
     def __len__(self) -> int:
@@ -202,11 +201,11 @@ class Prepared:
         self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
         self.run_score = np.asarray(run.score, dtype=np.float64)
         self.run_rank = np.asarray(run.rank, dtype=np.float64)
-        self.run_line = _lines(run.line)
+        self.run_line = line_numbers(run.line)
         self.run_order = LazyRange(0, len(run))
         self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
         self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
-        self.qrels_line = _lines(qrels.line)  # for refusals naming a line
+        self.qrels_line = line_numbers(qrels.line)  # for refusals naming a line
         self.in_run = np.zeros(self.n_queries, bool)
         self.in_run[self.run_q] = True
         self.in_qrels = np.zeros(self.n_queries, bool)
@@ -368,16 +367,14 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     the docids' ``DocWords.hash`` at the wider of the two widths, when already computed;
     ``out``: where to write the labels (a float64 array of the run's length).
     """
-    from conformance.io import _mix_pair
-
     width = max(run_words.width, qrels_words.width)
     nq, nr = qrels_q.size, run_q.size
     n = nq + nr
     bits = max(1, (n - 1).bit_length())
     low = np.uint64((1 << bits) - 1)
     packed = np.empty(n, np.uint64)
-    packed[:nq] = _mix_pair(qrels_q, qrels_words.hash(width) if qrels_hash is None else qrels_hash)
-    packed[nq:] = _mix_pair(run_q, run_words.hash(width) if run_hash is None else run_hash)
+    packed[:nq] = pair_hash(qrels_q, qrels_words.hash(width) if qrels_hash is None else qrels_hash)
+    packed[nq:] = pair_hash(run_q, run_words.hash(width) if run_hash is None else run_hash)
     packed >>= np.uint64(max(bits, 64 - hash_bits))
     packed <<= np.uint64(max(bits, 64 - hash_bits))
     packed |= np.arange(n, dtype=np.uint64)
