@@ -33,6 +33,10 @@ def equal(x, y):
     return _call("equal", [x, y])
 
 
+def not_equal(x, y):
+    return _call("not_equal", [x, y])
+
+
 def starts_with(x, pattern: str):
     return _call("starts_with", [x], _c.MatchSubstringOptions(pattern))
 
@@ -93,6 +97,10 @@ def count_distinct(x):
 # vector
 def unique(x):
     return _call("unique", [x])
+
+
+def indices_nonzero(x):
+    return _call("indices_nonzero", [x])
 
 
 def dictionary_encode(x):

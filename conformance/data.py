@@ -63,6 +63,18 @@ _NP_TYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.
              "float": np.float32, "double": np.float64}
 
 
+def numpy_arrow(values: np.ndarray):
+    """A numpy integer or float array as an Arrow array over the same memory (``pa.array`` on
+    numpy, or on a list, imports pandas: about half a second)."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), values.size, [None, pa.py_buffer(bits)])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])
+
+
 def arrow_numpy(arr) -> np.ndarray:
     """A numeric Arrow array or chunked array as numpy, zero-copy where it can be.
 
@@ -450,7 +462,16 @@ class Run(_Table):
                  score=None, rank=None, **docs) -> None:
         super().__init__(qcode, qids, dcode, docids, line, source, counts, **docs)
         self.score = np.zeros(0) if score is None else score
-        self.rank = np.zeros(0) if rank is None else rank
+        self._rank = np.zeros(0) if rank is None else rank
+
+    @property
+    def rank(self) -> np.ndarray:
+        """The rank column as float64. A reader may hand over Arrow's parsed column instead of
+        numpy: it is converted here, on first use, since only ``rank_source=rank_column`` and
+        the input warnings read it (on a 2M-row run the copy is 16 MB of fresh memory)."""
+        if not isinstance(self._rank, np.ndarray):
+            self._rank = np.asarray(arrow_numpy(self._rank), dtype=np.float64)
+        return self._rank
 
     @classmethod
     def from_records(

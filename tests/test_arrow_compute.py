@@ -21,6 +21,7 @@ FLOATS = pa.array(["1", "2.5", "-3e2", ".5"])
 CASES = [
     ("binary_length", (STRINGS,), {}),
     ("equal", (pc.binary_length(STRINGS), 0), {}),
+    ("not_equal", (STRINGS.slice(1), STRINGS.slice(0, 9)), {}),
     ("starts_with", (STRINGS, "#"), {}),
     ("match_substring_regex", (STRINGS, r"^q[0-9]+$"), {}),
     ("ascii_trim_whitespace", (STRINGS,), {}),
@@ -35,6 +36,7 @@ CASES = [
     ("any", (pa.array([False, None, True]),), {}),
     ("count_distinct", (STRINGS,), {}),
     ("unique", (STRINGS,), {}),
+    ("indices_nonzero", (pa.array([True, False, None, True]),), {}),
     ("dictionary_encode", (STRINGS,), {}),
     ("sort_indices", (STRINGS,), {}),
     ("index_in", (STRINGS,), {"value_set": pa.array(["q1", "x", "é"])}),

@@ -521,6 +521,65 @@ def test_factorize_long_ids_and_chunked_input():
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(sliced.to_pylist())
 
 
+def _chunked(values: list[str], cuts: list[int], offset: int) -> pa.ChunkedArray:
+    """``values`` in chunks cut at ``cuts`` (empty chunks allowed), each a slice of a longer
+    array (a non-zero Arrow offset, as the CSV reader's chunks may have)."""
+    bounds = [0] + sorted(min(c, len(values)) for c in cuts) + [len(values)]
+    chunks = []
+    for a, b in zip(bounds, bounds[1:]):
+        pad = ["pad"] * offset
+        chunks.append(pa.array(pad + values[a:b] + pad, pa.string()).slice(offset, b - a))
+    return pa.chunked_array(chunks, pa.string())
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(st.tuples(ids, st.integers(1, 30)), min_size=1, max_size=40),
+       cuts=st.lists(st.integers(0, 600), max_size=4), offset=st.integers(0, 3))
+def test_factorize_runs_matches_arrow(groups, cuts, offset):
+    """Ids listed in groups (the same id may come back in a later group) code as Arrow's hash
+    table codes them, whatever the chunking; too many groups decline (None)."""
+    values = [v for v, size in groups for _ in range(size)]
+    column = _chunked(values, cuts, offset)
+    out = io._factorize_runs(column)
+    changes = sum(1 for a, b in zip(values, values[1:]) if a != b)
+    if out is None:  # declined only when not worth it: a group starts at each change and chunk
+        assert (changes + column.num_chunks) * 16 > len(values)
+        return
+    codes, vocab = out
+    assert (codes.tolist(), vocab.to_pylist()) == _reference_encode(values)
+
+
+def test_factorize_picks_runs_for_grouped_qids_and_falls_back_when_not_grouped():
+    grouped = [f"q{i}" for i in range(1000) for _ in range(100)]  # a run: 100 rows a query
+    codes, vocab = io._factorize(_chunked(grouped, [12345, 50000], 0))
+    assert (codes.tolist(), vocab.tolist()) == _reference_encode(grouped)
+    assert io._factorize_runs(pa.array(grouped)) is not None
+    interleaved = [f"q{i % 1000}" for i in range(100_000)]  # few ids, never two alike in a row
+    assert io._factorize_runs(pa.array(interleaved)) is None
+    codes, vocab = io._factorize(pa.array(interleaved))
+    assert (codes.tolist(), vocab.tolist()) == _reference_encode(interleaved)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(ids, max_size=60), cuts=st.lists(st.integers(0, 60), max_size=3),
+       offset=st.integers(0, 3))
+def test_empty_and_comment_checks_match_arrow(values, cuts, offset):
+    """The fast reader's in-place checks of a parsed column against Arrow's kernels."""
+    column = _chunked(values, cuts, offset)
+    has_empty = pc.min(pc.binary_length(column)).as_py() == 0 if values else False
+    assert io._has_empty(column) == has_empty
+    if not has_empty:
+        assert io._starts_with_hash(column) == pc.any(pc.starts_with(column, "#")).as_py() if values else True
+
+
+def test_fast_read_keeps_the_rank_column_until_it_is_used(tmp_path):
+    path = write(tmp_path, "r.txt", "q1 Q0 a 3 2.5 t\nq1 Q0 b 1e1 1.5 t\nq2 Q0 a -0 9 t\n")
+    run = io.read_run(path)
+    assert isinstance(run._rank, pa.ChunkedArray)  # the fast reader's column, not copied yet
+    assert run.rank.tolist() == [3.0, 10.0, 0.0] and run.rank.dtype == np.float64
+    assert isinstance(run._rank, np.ndarray)
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON
 

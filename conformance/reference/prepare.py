@@ -200,7 +200,6 @@ class Prepared:
         self.n_queries = int(self.qids.size)
         self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
         self.run_score = np.asarray(run.score, dtype=np.float64)
-        self.run_rank = np.asarray(run.rank, dtype=np.float64)
         self.run_line = line_numbers(run.line)
         self.run_order = LazyRange(0, len(run))
         self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
@@ -225,6 +224,11 @@ class Prepared:
         else:
             self.run_doc = self._exact_run_doc
             self._run_distinct = False
+
+    @cached_property
+    def run_rank(self) -> np.ndarray:
+        """The run's rank column (read only under ``rank_source=rank_column``)."""
+        return np.asarray(self._run_in.rank, dtype=np.float64)
 
     @cached_property
     def _coding(self):
