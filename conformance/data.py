@@ -75,28 +75,56 @@ def numpy_arrow(values: np.ndarray):
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])
 
 
-def arrow_numpy(arr) -> np.ndarray:
+def arrow_numpy(arr, fill=None) -> np.ndarray:
     """A numeric Arrow array or chunked array as numpy, zero-copy where it can be.
 
     Arrow's own ``to_numpy`` imports pandas on first use (about half a second), which the
-    evaluation path never needs; numbers without nulls are read from the buffer instead.
+    evaluation path never needs; numbers and booleans without nulls are read from the buffer
+    instead (booleans unpacked from their bits); ``fill`` replaces nulls (of numbers). Anything
+    else goes through ``to_numpy``.
     """
     import pyarrow as pa
 
     if isinstance(arr, pa.ChunkedArray):
         if arr.num_chunks == 1:
-            return arrow_numpy(arr.chunk(0))
-        dtype = _NP_TYPES.get(str(arr.type))
-        if dtype is None:
+            return arrow_numpy(arr.chunk(0), fill)
+        dtype = np.bool_ if pa.types.is_boolean(arr.type) else _NP_TYPES.get(str(arr.type))
+        if dtype is None or (arr.null_count and fill is None):
             return arr.to_numpy()
-        parts = [arrow_numpy(c) for c in arr.chunks]
+        parts = [arrow_numpy(c, fill) for c in arr.chunks]
         return np.concatenate(parts) if parts else np.zeros(0, dtype)
+    if pa.types.is_boolean(arr.type) and not arr.null_count:
+        return _bits(arr.buffers()[1], arr.offset, len(arr))
     dtype = _NP_TYPES.get(str(arr.type))
-    if dtype is None or arr.null_count:
+    if dtype is None or (arr.null_count and fill is None):
         return arr.to_numpy(zero_copy_only=False)
     if len(arr) == 0:
         return np.zeros(0, dtype)
-    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * np.dtype(dtype).itemsize)
+    values = np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * np.dtype(dtype).itemsize)
+    if arr.null_count:  # the slots of nulls hold anything: overwritten
+        values = values.copy()
+        values[~_bits(arr.buffers()[0], arr.offset, len(arr))] = fill
+    return values
+
+
+def _bits(buffer, offset: int, n: int) -> np.ndarray:
+    """n booleans from an Arrow bitmap (least significant bit first) starting at bit ``offset``."""
+    raw = np.frombuffer(buffer, np.uint8) if n else np.zeros(0, np.uint8)
+    return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(np.bool_)
+
+
+def arrow_strings(values) -> "pa.Array":
+    """Python strings (a list or object array) as an Arrow string array, built from their UTF-8
+    bytes (``pa.array`` would import pandas, ~0.6 s)."""
+    import pyarrow as pa
+
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    large = offsets[-1] >= 2**31
+    return pa.Array.from_buffers(
+        pa.large_string() if large else pa.string(), len(encoded),
+        [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))])
 
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -370,16 +398,18 @@ class _Table:
         self.line, self.source, self.counts = line, source, counts
         self.doc_strings, self.doc_words = doc_strings, doc_words
         self.qid_strings = None  # the readers' Arrow copy of ``qids`` (same order), if any
+        self.docid_strings = None  # and of ``docids``
         # set by the readers: True when (query, docid) pairs are known to be distinct
         self.distinct_pairs: bool | None = None
 
     def _vocab(self) -> None:
         if self._dcode is None:
-            from conformance.io import _factorize  # the readers' exact first-appearance coding
+            from conformance.io import _factorize_arrow, _to_object  # the readers' exact coding
 
             if len(self.qcode):
                 strings = self.doc_strings if self.doc_strings is not None else self.doc_words.strings()
-                self._dcode, self._docids = _factorize(strings)
+                self._dcode, self.docid_strings = _factorize_arrow(strings)
+                self._docids = _to_object(self.docid_strings)
             else:
                 self._dcode, self._docids = np.zeros(0, np.int64), np.zeros(0, object)
 

@@ -123,8 +123,8 @@ import pyarrow.csv as pcsv
 
 from conformance import arrow_compute as ac
 from conformance.conventions import AXES
-from conformance.data import (DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy, line_numbers, numpy_arrow,
-                              pair_hash)
+from conformance.data import (DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy, arrow_strings, line_numbers,
+                              numpy_arrow, pair_hash)
 from conformance.errors import InputError
 from conformance.parallel import both, each, query_halves, worth_splitting
 
@@ -418,10 +418,10 @@ def _general_parse(src: _Text, names: list[str], numeric: str, layout: str, exac
         src.check_utf8()  # names the line
         raise InputError(src.name, "not valid UTF-8: expected a UTF-8 text file") from None
     trimmed = ac.ascii_trim_whitespace(lines)
-    blank = ac.equal(ac.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
-    comment = ac.starts_with(trimmed, "#").to_numpy(zero_copy_only=False)
+    blank = arrow_numpy(ac.binary_length(trimmed)) == 0
+    comment = arrow_numpy(ac.starts_with(trimmed, "#"))
     tokens = ac.ascii_split_whitespace(trimmed)
-    ntok = ac.list_value_length(tokens).to_numpy(zero_copy_only=False)
+    ntok = arrow_numpy(ac.list_value_length(tokens))
     rows = np.flatnonzero(~(blank | comment))
     counts = ReadCounts(read=int(rows.size), used=int(rows.size), comments=int(comment.sum()), blank=int(blank.sum()))
     want = len(names)
@@ -437,12 +437,12 @@ def _general_parse(src: _Text, names: list[str], numeric: str, layout: str, exac
         )
     if not exact:  # fields after the last are ignored (trec_eval does): counted, so it can be said
         counts.extra_fields = int((ntok[rows] > want).sum())
-    starts = tokens.offsets.to_numpy()[rows]
+    starts = arrow_numpy(tokens.offsets)[rows]
     flat = tokens.values
     columns: dict[str, Any] = {}
     for i, name in enumerate(names):
         if name in ("qid", "docid", "rank", numeric):
-            columns[name] = ac.take(flat, pa.array(starts + i))
+            columns[name] = ac.take(flat, numpy_arrow(starts + i))
     return _Parsed(columns, rows.astype(np.int64) + 1, counts)
 
 
@@ -452,7 +452,7 @@ def _parse(src: _Text, names: list[str], numeric: str, layout: str, exact: bool,
         parsed = _general_parse(src, names, numeric, layout, exact)
         strings = parsed.columns[numeric]
         try:
-            parsed.columns[numeric] = ac.cast(strings, _F64).to_numpy(zero_copy_only=False)
+            parsed.columns[numeric] = arrow_numpy(ac.cast(strings, _F64))
         except pa.ArrowInvalid:
             i = _first_bad_cast(strings)
             raise InputError(
@@ -504,13 +504,15 @@ def _lenient_float(strings: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarr
     if strings.type == _F64:  # already numbers (the fast path): converted when first used
         return strings
     try:
-        return ac.cast(strings, _F64).to_numpy(zero_copy_only=False)
+        return arrow_numpy(ac.cast(strings, _F64))
     except pa.ArrowInvalid:
         pass
     # The pattern accepts exactly what Arrow's cast reads (tests/test_io.py checks this), so
     # the second cast cannot fail.
-    ok = ac.match_substring_regex(strings, _NUMBER)
-    return ac.cast(ac.if_else(ok, strings, "nan"), _F64).to_numpy(zero_copy_only=False)
+    ok = arrow_numpy(ac.match_substring_regex(strings, _NUMBER))
+    values = np.full(len(strings), np.nan)
+    values[ok] = arrow_numpy(ac.cast(ac.filter(strings, numpy_arrow(ok)), _F64))
+    return values
 
 
 def _trec_run(src: _Text, duplicates: str) -> Run:
@@ -580,7 +582,7 @@ def _factorize_arrow(values: pa.Array | pa.ChunkedArray, *, method: str | None =
     """
     n = len(values)
     if n == 0:
-        return np.zeros(0, np.int64), pa.array([], pa.string())
+        return np.zeros(0, np.int64), arrow_strings([])
     if method is None:
         method = "table" if n < _SORT_MIN_ROWS else "sort"
         if method == "sort":
@@ -723,7 +725,7 @@ def _factorize_sort(arr: pa.Array, hash_bits: int | None) -> tuple[np.ndarray, p
     codes = np.empty(n, np.int64)
     codes[rows] = renumber[group]
     vocab_rows = np.flatnonzero(marker)
-    return codes, (arr if vocab_rows.size == n else ac.take(arr, pa.array(vocab_rows)))
+    return codes, (arr if vocab_rows.size == n else ac.take(arr, numpy_arrow(vocab_rows)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -743,27 +745,27 @@ def _has_repeats(key: np.ndarray) -> bool:
     return bool((s[1:] == s[:-1]).any())
 
 
-def _encode_pairs(qid, docid) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Codes and vocabularies of both id columns, the (query, doc) pair keys, and whether any repeats.
+def _encode_pairs(qid, docid) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray, Any, np.ndarray, bool]:
+    """Codes and vocabularies of both id columns (qid codes, qid vocabulary in Arrow, docid
+    codes, docid vocabulary as Python strings and in Arrow), the (query, doc) pair keys, and
+    whether any repeats.
 
     On large inputs the Python strings of the docid vocabulary (which hold the GIL) are made in a
     second thread while this one encodes the qids and looks for repeated pairs (Arrow and
     numpy release the GIL there).
     """
     dcode, dvocab = _factorize_arrow(docid)
-    if len(dvocab) < _SORT_MIN_ROWS:
-        docids = _to_object(dvocab)
-        qcode, qids = _factorize(qid)
-        key = _pair_keys(qcode, dcode, docids.size)
-        return qcode, qids, dcode, docids, key, key.size > 1 and _has_repeats(key)
 
     def encode_qids():
-        qcode, qids = _factorize(qid)
+        qcode, qvocab = _factorize_arrow(qid)
         key = _pair_keys(qcode, dcode, len(dvocab))
-        return qcode, qids, key, key.size > 1 and _has_repeats(key)
+        return qcode, qvocab, key, key.size > 1 and _has_repeats(key)
 
-    (qcode, qids, key, repeats), docids = both(encode_qids, lambda: _to_object(dvocab))
-    return qcode, qids, dcode, docids, key, repeats
+    if len(dvocab) < _SORT_MIN_ROWS:
+        (qcode, qvocab, key, repeats), docids = encode_qids(), _to_object(dvocab)
+    else:
+        (qcode, qvocab, key, repeats), docids = both(encode_qids, lambda: _to_object(dvocab))
+    return qcode, qvocab, dcode, docids, dvocab, key, repeats
 
 
 def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | None:
@@ -793,6 +795,12 @@ def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | 
     return qcode, qvocab, docid, words
 
 
+def _with_strings(table, qvocab, dvocab):
+    """``table`` holding the Arrow copies of its vocabularies (the reference joins on them)."""
+    table.qid_strings, table.docid_strings = qvocab, dvocab
+    return table
+
+
 def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicates: str, unit: str) -> Run:
     fast = _encode_words(qid, docid)
     if fast is not None:
@@ -803,7 +811,8 @@ def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicate
                   doc_words=words)
         run.distinct_pairs, run.qid_strings = True, qvocab
         return run
-    qcode, qids, dcode, docids, key, repeats = _encode_pairs(qid, docid)
+    qcode, qvocab, dcode, docids, dvocab, key, repeats = _encode_pairs(qid, docid)
+    qids = _to_object(qvocab)
     score = np.ascontiguousarray(score, dtype=np.float64)
     rank = np.ascontiguousarray(arrow_numpy(rank) if isinstance(rank, pa.ChunkedArray) else rank, dtype=np.float64)
     line = np.asarray(line, dtype=np.int64)
@@ -831,7 +840,7 @@ def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicate
         keep = ~drop
         counts.ignore(DUPLICATE_DOCID, int(drop.sum()))
         qcode, dcode, score, rank, line = qcode[keep], dcode[keep], score[keep], rank[keep], line[keep]
-    return Run(qcode, qids, dcode, docids, line, name, counts, score, rank)
+    return _with_strings(Run(qcode, qids, dcode, docids, line, name, counts, score, rank), qvocab, dvocab)
 
 
 def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) -> Qrels:
@@ -842,7 +851,8 @@ def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) ->
                       np.ascontiguousarray(label, dtype=np.float64), doc_words=words)
         qrels.distinct_pairs, qrels.qid_strings = True, qvocab
         return qrels
-    qcode, qids, dcode, docids, key, repeats = _encode_pairs(qid, docid)
+    qcode, qvocab, dcode, docids, dvocab, key, repeats = _encode_pairs(qid, docid)
+    qids = _to_object(qvocab)
     label = np.ascontiguousarray(label, dtype=np.float64)
     line = np.asarray(line, dtype=np.int64)
     if repeats:
@@ -868,7 +878,7 @@ def _make_qrels(name, qid, docid, label, line, counts: ReadCounts, unit: str) ->
         keep[order[repeat]] = False
         counts.ignore(DUPLICATE_JUDGMENT, int((~keep).sum()))
         qcode, dcode, label, line = qcode[keep], dcode[keep], label[keep], line[keep]
-    return Qrels(qcode, qids, dcode, docids, line, name, counts, label)
+    return _with_strings(Qrels(qcode, qids, dcode, docids, line, name, counts, label), qvocab, dvocab)
 
 
 def _num(x: float) -> str:

@@ -18,17 +18,17 @@ import pyarrow as pa
 
 from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import DocWords, LazyRange, Qrels, Run, arrow_numpy, line_numbers, pair_hash
+from conformance.data import (DocWords, LazyRange, Qrels, Run, arrow_numpy, arrow_strings, line_numbers, numpy_arrow,
+                              pair_hash)
 from conformance.errors import EvaluationError
 from conformance.parallel import each, query_halves
 
 
 def _strings(table) -> pa.Array:
-    """A table's query vocabulary as Arrow strings: the readers' own copy when there is one
-    (``pa.array`` on Python strings makes pyarrow import pandas, half a second)."""
+    """A table's query vocabulary as Arrow strings: the readers' own copy when there is one."""
     if table.qid_strings is not None:
         return table.qid_strings
-    return pa.array(list(table.qids), type=pa.string())
+    return arrow_strings(table.qids)
 
 
 def _sorted_union_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
@@ -49,8 +49,10 @@ def _sorted_union_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray,
     )
 
 
-def _arrow_strings(values: np.ndarray) -> pa.Array:
-    return pa.array(list(values), type=pa.string())
+def _doc_strings(table) -> pa.Array:
+    """A table's docid vocabulary as Arrow strings: the readers' own copy when there is one."""
+    docids = table.docids  # builds the vocabulary (and its Arrow copy) if not built yet
+    return table.docid_strings if table.docid_strings is not None else arrow_strings(docids)
 
 
 def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
@@ -61,10 +63,10 @@ def _joint_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray, np.nda
     swap = len(b) > len(a)
     small, large = (a, b) if swap else (b, a)
     found = ac.index_in(large, value_set=small)
-    missing = ac.is_null(found).to_numpy(zero_copy_only=False)
-    large_codes = ac.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    missing = arrow_numpy(ac.is_null(found))
+    large_codes = arrow_numpy(found, fill=-1).astype(np.int64)
     large_codes[missing] = len(small) + np.arange(int(missing.sum()), dtype=np.int64)
-    vocab = pa.concat_arrays([small, ac.filter(large, pa.array(missing))]) if missing.any() else small
+    vocab = pa.concat_arrays([small, ac.filter(large, numpy_arrow(missing))]) if missing.any() else small
     small_codes = np.arange(len(small), dtype=np.int64)
     return (vocab, small_codes, large_codes) if swap else (vocab, large_codes, small_codes)
 
@@ -88,13 +90,13 @@ class _ByteOrder:
         if self._rank is not None or codes.size > len(self.vocab) // 4:
             return self.all()[codes]
         distinct, inverse = np.unique(codes, return_inverse=True)
-        return self._ranks(ac.take(self.vocab, pa.array(distinct)))[inverse]
+        return self._ranks(ac.take(self.vocab, numpy_arrow(distinct)))[inverse]
 
     @staticmethod
     def _ranks(strings: pa.Array) -> np.ndarray:
         # Arrow compares strings as bytes, which for UTF-8 is also code point order: the same
         # order trec_eval's strcmp gives on the raw docnos.
-        order = ac.sort_indices(strings).to_numpy(zero_copy_only=False)
+        order = arrow_numpy(ac.sort_indices(strings))
         rank = np.empty(order.size, np.int64)
         rank[order] = np.arange(order.size, dtype=np.int64)
         return rank
@@ -234,7 +236,7 @@ class Prepared:
     def _coding(self):
         """The exact joint docid coding (vocabulary, run codes, qrels codes, byte order)."""
         qrels, run = self._qrels_in, self._run_in
-        vocab, rd, qd = _joint_codes(_arrow_strings(run.docids), _arrow_strings(qrels.docids))
+        vocab, rd, qd = _joint_codes(_doc_strings(run), _doc_strings(qrels))
         run_code = rd[run.dcode] if len(run) else np.zeros(0, np.int64)
         qrels_code = qd[qrels.dcode] if len(qrels) else np.zeros(0, np.int64)
         return vocab, run_code, qrels_code, _ByteOrder(vocab)
