@@ -209,10 +209,40 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
             tied[:-1] |= same
             at = np.flatnonzero(tied)
             rows = order[at]
-            keys = tie_keys(rows) + ([] if exact else [primary[rows]]) + [comp[rows]]
+            keys = tie_keys(rows) + ([] if exact else [primary[rows]])
             # each run of equal keys keeps its slots: the rows are already in key order
-            order[at] = rows[np.lexsort(keys)]
+            order[at] = rows[_sort_within_groups(keys, sorted_comp[at])]
     return order
+
+
+def _sort_within_groups(keys: list[np.ndarray], group: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys + [group])`` for a non-decreasing ``group`` (tied rows in key order).
+
+    ``np.lexsort`` sorts once per key, the docid words among them (~60 ms for the ~190,000
+    tied rows of a 2M-row run). Instead: one stable sort of an integer that packs the group's
+    index and the rank of the most significant key among these rows (``np.unique``), then a
+    lexsort of only the rows that still tie (on every 2M-row run tried, a handful).
+    """
+    n = group.size
+    top = keys[-1]
+    if n >= 2**31 or top.dtype.kind not in "biuf":  # the packing needs n * n < 2**63
+        return np.lexsort(keys + [group])
+    g = np.zeros(n, np.int64)
+    np.cumsum(group[1:] != group[:-1], out=g[1:])
+    _, rank = np.unique(top, return_inverse=True)
+    packed = g * (int(rank.max()) + 1 if n else 1) + rank.reshape(-1)
+    out = np.argsort(packed, kind="stable")
+    if len(keys) > 1:
+        ps = packed[out]
+        same = ps[1:] == ps[:-1]
+        if same.any():
+            tied = np.zeros(n, bool)
+            tied[1:] = same
+            tied[:-1] |= same
+            at = np.flatnonzero(tied)
+            rows = out[at]
+            out[at] = rows[np.lexsort([k[rows] for k in keys] + [g[rows]])]
+    return out
 
 
 def rank(

@@ -1,0 +1,71 @@
+"""The reference's one sort of a run (``ranking.sort_order``) against ``np.lexsort`` on the same
+keys: rows by query, then primary key, then the tie keys, equal rows in input order.
+
+``sort_order`` packs (query, primary) into one integer and sorts only the tied rows by their tie
+keys, and those within their groups by one packed stable sort (``_sort_within_groups``). The
+oracle is numpy's lexsort of every key at once, which is neither.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.reference.ranking import _sort_within_groups, sort_order
+
+# few distinct values, so that ties on every key are common; -0.0 beside 0.0, and NaN
+floats = st.sampled_from([0.0, -0.0, 1.0, -1.5, 2.25, 1e300, -np.inf, np.inf, float("nan")])
+small = st.integers(0, 3)
+words = st.sampled_from([0, 1, 2**63, 2**64 - 1, 12345])
+
+
+@st.composite
+def keyed_rows(draw):
+    n = draw(st.integers(0, 60))
+    kinds = draw(st.lists(st.sampled_from(["int", "float", "word"]), min_size=1, max_size=4))
+    keys = []
+    for kind in kinds:
+        if kind == "int":
+            keys.append(np.array(draw(st.lists(small, min_size=n, max_size=n)), np.int64))
+        elif kind == "float":
+            keys.append(np.array(draw(st.lists(floats, min_size=n, max_size=n)), np.float64))
+        else:
+            keys.append(np.array(draw(st.lists(words, min_size=n, max_size=n)), np.uint64))
+    return n, keys
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=keyed_rows(), groups=st.lists(st.integers(1, 5), min_size=1, max_size=30))
+def test_sort_within_groups_is_lexsort(case, groups):
+    n, keys = case
+    sizes = np.array(groups, np.int64)
+    group = np.repeat(np.arange(sizes.size) * 7, sizes)[:n]  # non-decreasing, not dense
+    if group.size < n:
+        group = np.concatenate([group, np.full(n - group.size, group[-1] if group.size else 0)])
+    assert _sort_within_groups(keys, group).tolist() == np.lexsort(keys + [group]).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=keyed_rows(), data=st.data())
+def test_sort_order_is_lexsort(case, data):
+    n, keys = case
+    q = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), np.int64)
+    primary = np.array(data.draw(st.lists(st.sampled_from([0.5, 0.25, -1.0, 3.0, 1e-9, 1e-9 + 1e-18]),
+                                          min_size=n, max_size=n)), np.float64)
+    ties = [lambda rows, k=k: k if rows is None else k[rows] for k in keys if k.dtype != np.float64
+            or not np.isnan(k).any()]  # a NaN tie key is not a reference input (labels are filled)
+    expected = np.lexsort([t(None) for t in ties] + [primary, q])
+    assert sort_order(q, primary, ties, 5).tolist() == expected.tolist()
+
+
+def test_sort_within_groups_on_many_tied_docids():
+    """The shape of a large run: ~2 rows a group, docid words that tie on the first word."""
+    rng = np.random.default_rng(7)
+    n = 50_000
+    group = np.sort(rng.integers(0, n // 2, n))
+    first = rng.integers(0, 50, n).astype(np.uint64)  # shared prefixes: ties on the top key
+    second = rng.integers(0, 2**63, n).astype(np.uint64)
+    lens = rng.integers(1, 17, n)
+    keys = [lens, second, first]
+    assert np.array_equal(_sort_within_groups(keys, group), np.lexsort(keys + [group]))
