@@ -17,7 +17,7 @@ from conformance.data import Qrels, Run
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
-from conformance.reference.formulas import FORMULAS, Context
+from conformance.reference.formulas import FORMULAS, Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference.ranking import gains, rank
 
@@ -172,6 +172,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
+    judged_ideal = JudgedIdeal(jgain, jq, nq, conv)  # one for every order and both halves
 
     def results(part: slice | None) -> dict[Measure, list]:
         """Each measure's (values, empty) per order, from the rows in ``part`` (all: None)."""
@@ -184,7 +185,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             labels = masked_labels if masked else sel(run_labels)
             ranked = rank(take(q_rows), take(primary), take(doc), take(sel(prep.run_order)),
                           take(labels), nq, conv, tie_rule)
-            ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq)
+            ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal)
             if masked and conv.ideal == "retrieved":
                 ctx.list_R = cached(tie_rule).R
             return ctx

@@ -16,6 +16,7 @@ the orders of its tie group (see ``ranking``).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +24,27 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
-from conformance.reference.ranking import Ranked, discounts, ideal_dcg
+from conformance.reference.ranking import Ranked, discounts, ideal_dcg, ideal_dcg_at, ideal_terms
+
+
+class JudgedIdeal:
+    """The ideal DCG of the judged documents (``ideal=judged``) per query at each cutoff asked:
+    one sort of the judgments for every cutoff, shared by every Context of one evaluation (the
+    two halves of a two-thread evaluation ask for the same values of every query)."""
+
+    def __init__(self, gain: np.ndarray, q: np.ndarray, n_queries: int, conv: Conventions) -> None:
+        self._args = (gain, q, n_queries, conv)
+        self._terms = None
+        self._at: dict[int | None, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def idcg(self, k: int | None) -> np.ndarray:
+        with self._lock:  # the other half waits for the values instead of computing them again
+            if k not in self._at:
+                if self._terms is None:
+                    self._terms = ideal_terms(*self._args)
+                self._at[k] = ideal_dcg_at(self._terms, k)
+            return self._at[k]
 
 Result = tuple[np.ndarray, np.ndarray]
 
@@ -44,6 +65,8 @@ class Context:
     # the masked documents still count among the relevant ones (ideal=retrieved only).
     list_R: np.ndarray | None = None
     _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
+    # the judged ideal, shared with the other Contexts of the evaluation (built here if not)
+    judged_ideal: JudgedIdeal | None = None
 
     def discounted_gains(self) -> np.ndarray:
         if self._gain_discount is None:
@@ -70,7 +93,9 @@ class Context:
                 q = np.repeat(np.arange(r.n_queries), r.n)
                 self._idcg[k] = ideal_dcg(r.gain, q, r.n_queries, self.conv, k)
             else:
-                self._idcg[k] = ideal_dcg(self.judged_gain, self.judged_q, r.n_queries, self.conv, k)
+                if self.judged_ideal is None:
+                    self.judged_ideal = JudgedIdeal(self.judged_gain, self.judged_q, r.n_queries, self.conv)
+                self._idcg[k] = self.judged_ideal.idcg(k)
         return self._idcg[k]
 
     def has_gain(self) -> np.ndarray:

@@ -409,9 +409,20 @@ def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, q_s: np.ndar
 def ideal_dcg(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int, conv: Conventions,
               k: int | None) -> np.ndarray:
     """Per query: DCG of its gains sorted descending, cut at k (all when k is None)."""
+    return ideal_dcg_at(ideal_terms(gain_rows, q_rows, n_queries, conv), k)
+
+
+def ideal_terms(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int,
+                conv: Conventions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ideal order's discounted gains, query by query: (per-row terms, start, count), from
+    which :func:`ideal_dcg_at` sums the ideal DCG at any cutoff (one sort for every cutoff)."""
     order = np.lexsort((-gain_rows, q_rows))
     g, qs = gain_rows[order], q_rows[order]
     start, n = segments(qs, n_queries)
     pos = np.arange(qs.size, dtype=np.int64) - start[qs] + 1
-    contrib = g * discounts(pos, conv)
+    return g * discounts(pos, conv), start, n
+
+
+def ideal_dcg_at(terms: tuple[np.ndarray, np.ndarray, np.ndarray], k: int | None) -> np.ndarray:
+    contrib, start, n = terms
     return range_sums(contrib, start, n if k is None else np.minimum(n, k))
