@@ -210,14 +210,31 @@ def line_numbers(line) -> "np.ndarray | LazyRange":
     return line if isinstance(line, LazyRange) else np.asarray(line, dtype=np.int64)
 
 
-def pair_hash(qcode: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
+# Hashes are computed block by block: each block's chain of operations runs in the CPU cache
+# with block-sized temporaries, where whole-array steps (``x ^= x >> 29``) would each write
+# and read back a temporary as large as the input (16 MB a step on a 2M-row run, and fresh
+# memory costs more than the arithmetic).
+_BLOCK = 1 << 15
+
+
+def _blocks(start: int, stop: int):
+    for a in range(start, stop, _BLOCK):
+        yield slice(a, min(a + _BLOCK, stop))
+
+
+def pair_hash(qcode: np.ndarray, doc_hash: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """A uint64 per row, equal for rows with equal (query code, docid): ``doc_hash`` is the
-    docids' :meth:`DocWords.hash`. Unequal pairs may share it; every use verifies."""
+    docids' :meth:`DocWords.hash`. Unequal pairs may share it; every use verifies. ``out``: a
+    uint64 array of the same length to write into."""
+    key = np.empty(qcode.size, np.uint64) if out is None else out
     with np.errstate(over="ignore"):
-        key = qcode.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        key ^= doc_hash
-        key *= _M1
-        key ^= key >> np.uint64(31)
+        for b in _blocks(0, qcode.size):
+            k = key[b]
+            np.copyto(k, qcode[b], casting="unsafe")  # query codes are >= 0
+            k *= np.uint64(0x9E3779B97F4A7C15)
+            k ^= doc_hash[b]
+            k *= _M1
+            k ^= k >> np.uint64(31)
     return key
 
 
@@ -305,19 +322,20 @@ class DocWords:
 
             def rows(part: slice) -> None:  # each row's hash depends on that row alone
                 with np.errstate(over="ignore"):
-                    x = h[part]
-                    x[:] = self.lens[part]
-                    x *= np.uint64(0x9E3779B97F4A7C15)
-                    for j in range(self.width):
-                        x ^= self.words[part, j]
-                        x *= _M1
-                        x ^= x >> np.uint64(29)
-                    for _ in range(self.width, width):  # zero words: the same steps as above
-                        x *= _M1
-                        x ^= x >> np.uint64(29)
-                    x ^= x >> np.uint64(33)
-                    x *= _M2
-                    x ^= x >> np.uint64(33)
+                    for b in _blocks(part.start, part.stop):
+                        x = h[b]
+                        x[:] = self.lens[b]
+                        x *= np.uint64(0x9E3779B97F4A7C15)
+                        for j in range(self.width):
+                            x ^= self.words[b, j]
+                            x *= _M1
+                            x ^= x >> np.uint64(29)
+                        for _ in range(self.width, width):  # zero words: the same steps as above
+                            x *= _M1
+                            x ^= x >> np.uint64(29)
+                        x ^= x >> np.uint64(33)
+                        x *= _M2
+                        x ^= x >> np.uint64(33)
 
             each(rows, row_halves(len(self)))
             self._hash[width] = h

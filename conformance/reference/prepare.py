@@ -379,15 +379,16 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     bits = max(1, (n - 1).bit_length())
     low = np.uint64((1 << bits) - 1)
     packed = np.empty(n, np.uint64)
-    packed[:nq] = pair_hash(qrels_q, qrels_words.hash(width) if qrels_hash is None else qrels_hash)
-    packed[nq:] = pair_hash(run_q, run_words.hash(width) if run_hash is None else run_hash)
+    pair_hash(qrels_q, qrels_words.hash(width) if qrels_hash is None else qrels_hash, out=packed[:nq])
+    pair_hash(run_q, run_words.hash(width) if run_hash is None else run_hash, out=packed[nq:])
     packed >>= np.uint64(max(bits, 64 - hash_bits))
     packed <<= np.uint64(max(bits, 64 - hash_bits))
-    packed |= np.arange(n, dtype=np.uint64)
+    scratch = np.arange(n, dtype=np.uint64)
+    packed |= scratch
     packed.sort()
-    high = packed >> np.uint64(bits)
+    high = np.right_shift(packed, np.uint64(bits), out=scratch)  # the row numbers' memory, reused
     eq = np.flatnonzero(high[1:] == high[:-1])
-    del high
+    del high, scratch
     label = np.full(nr, np.nan) if out is None else out
     label.fill(np.nan)
     if eq.size == 0:
