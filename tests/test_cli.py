@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 import sysconfig
@@ -457,6 +458,22 @@ def test_console_script_leaves_complete_output():
             sep = "," if fmt == "csv" else "\t"
             assert sum(1 for x in lines if x.split(sep)[1].strip() == "all") == 4, done.stdout
             assert lines[-1].split(sep)[0].strip() == "P@10"
+
+
+@pytest.mark.parametrize("user_value", [None, "3"])
+def test_eval_starts_no_blas_threads_unless_asked(user_value):
+    # numpy's OpenBLAS reads OPENBLAS_NUM_THREADS once, at import: eval sets it to 1 first
+    # (it never calls BLAS), and leaves a value the user set alone
+    code = ("import os, sys\n"
+            "from conformance.cli import main\n"
+            "main(['eval', '--example', '--format', 'json'], standalone_mode=False)\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_value
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"{user_value or '1'} True"
 
 
 def test_both_files_bad_reports_the_qrels_first(tmp_path):
