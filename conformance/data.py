@@ -91,8 +91,17 @@ def arrow_numpy(arr, fill=None) -> np.ndarray:
         dtype = np.bool_ if pa.types.is_boolean(arr.type) else _NP_TYPES.get(str(arr.type))
         if dtype is None or (arr.null_count and fill is None):
             return arr.to_numpy()
-        parts = [arrow_numpy(c, fill) for c in arr.chunks]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+        out = np.empty(len(arr), dtype)
+        ends = np.cumsum([len(c) for c in arr.chunks])
+        chunks = arr.chunks
+
+        def copy(part: slice) -> None:  # chunk by chunk into place (a large one: two threads)
+            for k in range(*part.indices(len(chunks))):
+                out[ends[k] - len(chunks[k]):ends[k]] = arrow_numpy(chunks[k], fill)
+
+        m = len(chunks)
+        each(copy, [slice(0, m // 2), slice(m // 2, m)] if m > 1 and worth_splitting(len(arr)) else [slice(0, m)])
+        return out
     if pa.types.is_boolean(arr.type) and not arr.null_count:
         return _bits(arr.buffers()[1], arr.offset, len(arr))
     dtype = _NP_TYPES.get(str(arr.type))

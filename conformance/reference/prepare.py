@@ -21,7 +21,7 @@ from conformance.conventions import Conventions
 from conformance.data import (DocWords, LazyRange, Qrels, Run, arrow_numpy, arrow_strings, line_numbers, numpy_arrow,
                               pair_hash)
 from conformance.errors import EvaluationError
-from conformance.parallel import each, query_halves
+from conformance.parallel import each, query_halves, row_halves
 
 
 def _strings(table) -> pa.Array:
@@ -47,6 +47,20 @@ def _sorted_union_codes(a: pa.Array, b: pa.Array) -> tuple[pa.Array, np.ndarray,
         a_pos.astype(np.int64),
         b_pos.astype(np.int64),
     )
+
+
+def _query_index(joint: np.ndarray, qcode: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the joint query index (``joint[qcode]``), and which queries have a row; on a
+    large input in two threads, half of the rows each."""
+    out = np.empty(qcode.size, np.int64)
+
+    def part(rows: slice) -> np.ndarray:
+        np.take(joint, qcode[rows], out=out[rows])
+        present = np.zeros(n_queries, bool)
+        present[out[rows]] = True
+        return present
+
+    return out, np.logical_or.reduce(each(part, row_halves(qcode.size)))
 
 
 def _doc_strings(table) -> pa.Array:
@@ -200,17 +214,13 @@ class Prepared:
         self.qids = np.empty(len(qvocab), dtype=object)
         self.qids[:] = qvocab.to_pylist()
         self.n_queries = int(self.qids.size)
-        self.run_q = rq[run.qcode] if len(run) else np.zeros(0, np.int64)
+        self.run_q, self.in_run = _query_index(rq, run.qcode, self.n_queries)
         self.run_score = np.asarray(run.score, dtype=np.float64)
         self.run_line = line_numbers(run.line)
         self.run_order = LazyRange(0, len(run))
-        self.qrels_q = qq[qrels.qcode] if len(qrels) else np.zeros(0, np.int64)
+        self.qrels_q, self.in_qrels = _query_index(qq, qrels.qcode, self.n_queries)
         self.qrels_label = np.asarray(qrels.label, dtype=np.float64)
         self.qrels_line = line_numbers(qrels.line)  # for refusals naming a line
-        self.in_run = np.zeros(self.n_queries, bool)
-        self.in_run[self.run_q] = True
-        self.in_qrels = np.zeros(self.n_queries, bool)
-        self.in_qrels[self.qrels_q] = True
         # two row ranges of disjoint queries for work in two threads, or one range (parallel)
         self.run_halves = query_halves(self.run_q, self.n_queries)
         self._dedup: dict[str, np.ndarray] = {}
