@@ -160,14 +160,17 @@ EMPTY_RECORD = "record with no judged documents"
 # Public API: TREC files
 
 
-def read_run(path: str | os.PathLike, duplicates: str = "error") -> Run:
+def read_run(path: str | os.PathLike, duplicates: str = "error", check_pairs: bool = True) -> Run:
     """Read a TREC run file (``qid Q0 docid rank score tag`` per line; see the module docstring).
 
     ``duplicates`` ("error", "first", "last", "keep") settles a docid listed twice for one query.
-    Raises InputError on any problem in the file.
+    Raises InputError on any problem in the file. ``check_pairs=False`` leaves that check to
+    the caller when the docids have a word form (``run.distinct_pairs`` is then None, and
+    :func:`settle_pairs` does it): the reference's join finds repeated pairs anyway, and
+    ``conformance eval`` saves the reader's sort of every (query, docid) pair.
     """
     duplicates = _check_duplicates(duplicates)
-    return _trec_run(_Text.open(path), duplicates)
+    return _trec_run(_Text.open(path), duplicates, check_pairs)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
@@ -515,13 +518,13 @@ def _lenient_float(strings: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarr
     return values
 
 
-def _trec_run(src: _Text, duplicates: str) -> Run:
+def _trec_run(src: _Text, duplicates: str, check_pairs: bool = True) -> Run:
     names = ["qid", "q0", "docid", "rank", "score", "tag"]
     p = _parse(src, names, "score", _RUN_LAYOUT, exact=False, field=5, what="score")
     src.release()
     rank = _lenient_float(p.columns["rank"])
     return _make_run(src.name, p.columns["qid"], p.columns["docid"], p.columns["score"], rank, p.line,
-                     p.counts, duplicates, "line")
+                     p.counts, duplicates, "line", check_pairs)
 
 
 def _trec_qrels(src: _Text) -> Qrels:
@@ -768,31 +771,50 @@ def _encode_pairs(qid, docid) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray, 
     return qcode, qvocab, dcode, docids, dvocab, key, repeats
 
 
-def _encode_words(qid, docid) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | None:
+def _encode_words(qid, docid, check_pairs: bool = True) -> tuple[np.ndarray, np.ndarray, Any, DocWords] | None:
     """The fast coding: query codes and vocabulary, and the docids as per-row strings and words
     (no docid vocabulary: ``data._Table`` builds it from the words if asked; the strings are
     not kept, 13 bytes a row on the usual docids). None when the docids have no
-    word form, or when two rows may hold the same (query, docid) pair (then the exact coding
-    settles, and names, the repeats)."""
+    word form, or (``check_pairs``) when two rows may hold the same (query, docid) pair (then
+    the exact coding settles, and names, the repeats)."""
     if not isinstance(docid, (pa.Array, pa.ChunkedArray)) or len(docid) < 2:
         return None
     # the docid words and the query coding are independent: on large inputs, two threads
     words, (qcode, qvocab) = both(lambda: DocWords.of(docid), lambda: _factorize_arrow(qid)) if (
         worth_splitting(len(docid))) else (DocWords.of(docid), _factorize_arrow(qid))
-    if words is None:
+    if words is None or (check_pairs and _pairs_may_repeat(qcode, len(qvocab), words)):
         return None
+    return qcode, qvocab, docid, words
+
+
+def _pairs_may_repeat(qcode: np.ndarray, n_queries: int, words: DocWords) -> bool:
+    """Whether two rows may hold the same (query, docid): True for a repeat, or (rarely) two
+    pairs of one hash; False proves every pair distinct."""
     h = words.hash()
 
     def repeats(part: slice) -> bool:
         key = pair_hash(qcode[part], h[part])
         key.sort()
-        return bool((key[1:] == key[:-1]).any())  # a repeat, or (rarely) a hash collision
+        return bool((key[1:] == key[:-1]).any())
 
     # a pair can repeat only within its query: a run listed query by query is checked in
     # two halves of its queries at once
-    if any(each(repeats, query_halves(qcode, len(qvocab)))):
-        return None
-    return qcode, qvocab, docid, words
+    return any(each(repeats, query_halves(qcode, n_queries)))
+
+
+def settle_pairs(run: Run, duplicates: str = "error") -> Run:
+    """The duplicate check that ``read_run(..., check_pairs=False)`` left out: the run itself
+    when no (query, docid) pair repeats, else what the reader would have returned under
+    ``duplicates`` (the repeats dropped and counted) or raised (the two lines of the first
+    repeat). Runs already checked are returned as they are."""
+    if run.distinct_pairs is not None or run.doc_words is None:
+        return run
+    if not _pairs_may_repeat(run.qcode, len(run.qids), run.doc_words):
+        run.distinct_pairs = True
+        return run
+    qid = ac.take(run.qid_strings, numpy_arrow(run.qcode))
+    return _make_run(run.source, qid, run.doc_words.strings(), run.score, run._rank, run.line, run.counts,
+                     _check_duplicates(duplicates), "line")
 
 
 def _with_strings(table, qvocab, dvocab):
@@ -801,15 +823,16 @@ def _with_strings(table, qvocab, dvocab):
     return table
 
 
-def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicates: str, unit: str) -> Run:
-    fast = _encode_words(qid, docid)
+def _make_run(name, qid, docid, score, rank, line, counts: ReadCounts, duplicates: str, unit: str,
+              check_pairs: bool = True) -> Run:
+    fast = _encode_words(qid, docid, check_pairs)
     if fast is not None:
         qcode, qvocab, strings, words = fast
         run = Run(qcode, _to_object(qvocab), None, None, line_numbers(line), name, counts,
                   np.ascontiguousarray(score, dtype=np.float64),
                   rank if isinstance(rank, pa.ChunkedArray) else np.ascontiguousarray(rank, dtype=np.float64),
                   doc_words=words)
-        run.distinct_pairs, run.qid_strings = True, qvocab
+        run.distinct_pairs, run.qid_strings = (True if check_pairs else None), qvocab
         return run
     qcode, qvocab, dcode, docids, dvocab, key, repeats = _encode_pairs(qid, docid)
     qids = _to_object(qvocab)
@@ -1442,10 +1465,11 @@ def _is_frame(obj: Any) -> bool:
     return pd is not None and isinstance(obj, pd.DataFrame)
 
 
-def load_run(source: Any, duplicates: str = "error", format: str | None = None) -> Run:
+def load_run(source: Any, duplicates: str = "error", format: str | None = None, check_pairs: bool = True) -> Run:
     """A Run from a Run (returned as it is), a DataFrame, a ``{qid: {docid: score}}`` mapping or a
     path (``.json``, ``.jsonl`` / ``.ndjson``, optionally ``.gz``; anything else is TREC).
-    ``format`` ("trec", "json", "jsonl") overrides the extension."""
+    ``format`` ("trec", "json", "jsonl") overrides the extension. ``check_pairs``: see
+    :func:`read_run` (TREC files only; the other readers always check)."""
     if isinstance(source, Run):
         return source
     if _is_frame(source):
@@ -1454,7 +1478,9 @@ def load_run(source: Any, duplicates: str = "error", format: str | None = None) 
         return run_from_dict(source, duplicates=duplicates)
     if isinstance(source, (str, bytes, os.PathLike)):
         fmt = _format_of(os.fsdecode(source), format)
-        reader = {"trec": read_run, "json": read_run_json, "jsonl": read_run_jsonl}[fmt]
+        if fmt == "trec":
+            return read_run(source, duplicates=duplicates, check_pairs=check_pairs)
+        reader = {"json": read_run_json, "jsonl": read_run_jsonl}[fmt]
         return reader(source, duplicates=duplicates)
     raise TypeError(f"load_run: got {type(source).__name__}: expected a path, a DataFrame, a mapping or a Run")
 

@@ -352,6 +352,24 @@ def test_duplicates_follow_the_set_option(tmp_path):
     assert table(last.stdout)[("RR", "all")] == "1.0000"
 
 
+def test_duplicates_found_when_the_join_runs_and_when_it_does_not(tmp_path):
+    # eval leaves the run's duplicate check to the join on the docid words; when the join
+    # does not run (here the qrels repeat a judgment, which takes the exact coding), the
+    # reader's check is made after all: the same refusal and the same kept listings
+    r = tmp_path / "r"
+    r.write_text("a Q0 d1 1 0.5 r\na Q0 d2 2 1.0 r\na Q0 d1 3 3.0 r\n")
+    for qrels_text in ("a 0 d1 1\na 0 d2 0\n", "a 0 d1 1\na 0 d2 0\na 0 d1 1\n"):
+        q = tmp_path / "q"
+        q.write_text(qrels_text)
+        refused = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR")
+        assert_user_error(refused, f"{r}:3: docid 'd1' is listed twice for query 'a', on lines 1 and 3")
+        first = invoke("eval", "--qrels", str(q), "--run", str(r), "-m", "RR", "--set", "duplicates=first",
+                       "--format", "json")
+        doc = json.loads(first.stdout)
+        assert doc["metrics"]["RR"] == 0.5
+        assert doc["counts"]["run"]["ignored_reasons"] == {"duplicate docid": 1}
+
+
 # --- errors: one line, exit 2 ---------------------------------------------------------------
 
 

@@ -877,6 +877,35 @@ def test_fuzz_mutated_valid_files(data):
 
 # ---------------------------------------------------------------------------------------------
 # Large inputs: the docid words, the query coding and the duplicate check run in two threads
+@pytest.mark.parametrize("duplicates", ["error", "first", "last", "keep"])
+@pytest.mark.parametrize("repeats", [0, 1, 3])
+def test_settle_pairs_is_the_readers_own_check(tmp_path, duplicates, repeats):
+    """read_run(check_pairs=False) then settle_pairs gives what read_run gives: the same rows,
+    ranks and counts, or the same error naming the same two lines."""
+    lines = [f"q{q} Q0 d{d} {d} {10 - d} t" for q in (3, 1, 2) for d in range(4)]
+    if repeats >= 1:
+        lines.append("q1 Q0 d2 7 0.5 t")  # d2 again in q1, listed apart from its first listing
+    if repeats >= 3:
+        lines += ["q2 Q0 d0 8 0.25 t", "q1 Q0 d2 9 0.75 t"]  # and d2 a third time
+    path = write(tmp_path, "r.txt", "\n".join(lines) + "\n")
+
+    def outcome(read):
+        try:
+            run = read()
+        except InputError as e:
+            return str(e)
+        return rows(run), run.rank.tolist(), run.counts.to_dict()
+
+    direct = outcome(lambda: io.read_run(path, duplicates))
+    deferred = io.read_run(path, duplicates, check_pairs=False)
+    assert deferred.distinct_pairs is None and len(deferred) == len(lines)
+    assert outcome(lambda: io.settle_pairs(deferred, duplicates)) == direct
+    if repeats and duplicates == "error":
+        assert "listed twice" in direct and "lines 7 and 13" in direct  # q1 d2: line 7
+    if not repeats:
+        assert io.settle_pairs(io.read_run(path, check_pairs=False)).distinct_pairs is True
+
+
 # (conformance.parallel); forced here on small files, the outcome must be that of one thread
 
 

@@ -237,6 +237,12 @@ class Prepared:
             self.run_doc = self._exact_run_doc
             self._run_distinct = False
 
+    @property
+    def joined_by_words(self) -> bool:
+        """Whether the run and the qrels were joined on the docid words, which also proves that
+        no (query, docid) pair repeats in either."""
+        return self._merged is not None
+
     @cached_property
     def run_rank(self) -> np.ndarray:
         """The run's rank column (read only under ``rank_source=rank_column``)."""
