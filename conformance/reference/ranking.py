@@ -192,7 +192,7 @@ def _packed_key(q: np.ndarray, primary: np.ndarray, n_queries: int) -> tuple[np.
     bits = p32.view(np.int32)
     # to unsigned order: negative floats (sign bit set) flip every bit, the others the sign bit
     bits ^= (bits >> 31) | np.int32(-(2**31))
-    key = q.astype(np.int64) << 32
+    key = np.left_shift(q.astype(np.int64, copy=False), 32)  # one new array, not a copy and a shift
     key |= bits.view(np.uint32)
     return key, exact
 
