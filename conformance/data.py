@@ -223,12 +223,13 @@ def line_numbers(line) -> "np.ndarray | LazyRange":
 # with block-sized temporaries, where whole-array steps (``x ^= x >> 29``) would each write
 # and read back a temporary as large as the input (16 MB a step on a 2M-row run, and fresh
 # memory costs more than the arithmetic).
-_BLOCK = 1 << 15
+BLOCK_ROWS = 1 << 15
 
 
-def _blocks(start: int, stop: int):
-    for a in range(start, stop, _BLOCK):
-        yield slice(a, min(a + _BLOCK, stop))
+def row_blocks(start: int, stop: int):
+    """[start, stop) as slices of at most BLOCK_ROWS rows."""
+    for a in range(start, stop, BLOCK_ROWS):
+        yield slice(a, min(a + BLOCK_ROWS, stop))
 
 
 def pair_hash(qcode: np.ndarray, doc_hash: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -237,7 +238,7 @@ def pair_hash(qcode: np.ndarray, doc_hash: np.ndarray, out: np.ndarray | None = 
     uint64 array of the same length to write into."""
     key = np.empty(qcode.size, np.uint64) if out is None else out
     with np.errstate(over="ignore"):
-        for b in _blocks(0, qcode.size):
+        for b in row_blocks(0, qcode.size):
             k = key[b]
             np.copyto(k, qcode[b], casting="unsafe")  # query codes are >= 0
             k *= np.uint64(0x9E3779B97F4A7C15)
@@ -331,7 +332,7 @@ class DocWords:
 
             def rows(part: slice) -> None:  # each row's hash depends on that row alone
                 with np.errstate(over="ignore"):
-                    for b in _blocks(part.start, part.stop):
+                    for b in row_blocks(part.start, part.stop):
                         x = h[b]
                         x[:] = self.lens[b]
                         x *= np.uint64(0x9E3779B97F4A7C15)

@@ -69,9 +69,15 @@ def test_word_path_equals_exact_path(tmp_path, seed):
     assert run.doc_ids().tolist() == [d for _, d, _ in run_rows]
 
 
+@pytest.mark.parametrize("block", [None, 1, 3])
 @pytest.mark.parametrize("bits", [1, 2, 3, 5, 8])
-def test_join_with_forced_hash_collisions(tmp_path, bits):
-    """With only a few hash bits kept, most rows collide: matches must still be exact."""
+def test_join_with_forced_hash_collisions(tmp_path, monkeypatch, bits, block):
+    """With only a few hash bits kept, most rows collide: matches must still be exact. The
+    hashes and the join work in blocks of rows: tiny blocks put every group across one."""
+    from conformance import data
+
+    if block is not None:
+        monkeypatch.setattr(data, "BLOCK_ROWS", block)
     rp, qp, run_rows, qrels_rows = _files(tmp_path, random.Random(bits), queries=10)
     run, qrels = io.read_run(rp), io.read_qrels(qp)
     prep = Prepared(qrels, run)

@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import (DocWords, LazyRange, Qrels, Run, arrow_numpy, arrow_strings, line_numbers, numpy_arrow,
-                              pair_hash)
+from conformance.data import (DocWords, LazyRange, Qrels, Run, row_blocks, arrow_numpy, arrow_strings, line_numbers,
+                              numpy_arrow, pair_hash)
 from conformance.errors import EvaluationError
 from conformance.parallel import each, query_halves, row_halves
 
@@ -399,12 +399,15 @@ def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words
     pair_hash(run_q, run_words.hash(width) if run_hash is None else run_hash, out=packed[nq:])
     packed >>= np.uint64(max(bits, 64 - hash_bits))
     packed <<= np.uint64(max(bits, 64 - hash_bits))
-    scratch = np.arange(n, dtype=np.uint64)
-    packed |= scratch
+    # block by block, so that the row numbers and the high bits need no array of n each
+    for b in row_blocks(0, n):
+        packed[b] |= np.arange(b.start, b.stop, dtype=np.uint64)
     packed.sort()
-    high = np.right_shift(packed, np.uint64(bits), out=scratch)  # the row numbers' memory, reused
-    eq = np.flatnonzero(high[1:] == high[:-1])
-    del high, scratch
+    eq_parts = []  # i where rows i and i + 1 (sorted) share the high bits
+    for b in row_blocks(0, n - 1):
+        high = packed[b.start:b.stop + 1] >> np.uint64(bits)
+        eq_parts.append(np.flatnonzero(high[1:] == high[:-1]) + b.start)
+    eq = np.concatenate(eq_parts) if eq_parts else np.zeros(0, np.int64)
     label = np.full(nr, np.nan) if out is None else out
     label.fill(np.nan)
     if eq.size == 0:
