@@ -98,10 +98,11 @@ multi-threaded CSV reader; any other file by a general path that splits lines on
 with Arrow compute kernels. Both are columnar: no Python loop over lines unless a problem has been
 found and its line must be named. Docids are kept in their word form (``data.DocWords``: padded
 bytes, no vocabulary) when the (query, docid) pairs are distinct, which the reader checks by one
-sort of hashed pairs; otherwise they are encoded by a sort of hashed ids (see
-:func:`_factorize_arrow`), which beats a hash table on millions of distinct ids. On large inputs
-the docid words, the query coding, the hashes and the duplicate check use two threads
-(``conformance.parallel``); the result does not depend on it.
+sort of hashed pairs (``read_run(check_pairs=False)`` leaves that check to the reference's join,
+which sees every repeat anyway, and to :func:`settle_pairs`); otherwise they are encoded by a
+sort of hashed ids (see :func:`_factorize_arrow`), which beats a hash table on millions of
+distinct ids. On large inputs the docid words, the query coding, the hashes and the duplicate
+check use two threads (``conformance.parallel``); the result does not depend on it.
 """
 
 from __future__ import annotations
