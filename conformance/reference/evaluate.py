@@ -103,8 +103,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
     kept = prep.kept_rows(conv.duplicates)
     whole_run = kept is prep.run_order  # every row kept, in order
-    in_scored = scored[prep.run_q] if whole_run else scored[prep.run_q[kept]]
-    if whole_run and in_scored.all():
+    if whole_run and scored[prep.in_run].all():
         # The usual case (no duplicate, every run query scored): the run's own arrays serve
         # as they are; selecting "all rows" would copy each of them (time and peak memory).
         rows = None
@@ -113,13 +112,14 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         def sel(a):
             return a
     else:
+        in_scored = scored[prep.run_q] if whole_run else scored[prep.run_q[kept]]
         rows = kept[in_scored]
+        del in_scored
         run_seen = np.zeros(prep.run_label.size, bool)
         run_seen[rows] = True
 
         def sel(a):
             return a[rows]
-    del in_scored
     qrels_seen = None if conv.ideal == "judged" else np.zeros(prep.qrels_label.size, bool)
     qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen, prep.qrels_line)
     run_labels = transform_labels(prep.run_label, conv, prep.run_source, run_seen, prep.run_line,

@@ -193,7 +193,18 @@ def reciprocal_rank(ctx: Context, m: Measure) -> Result:
     """
     k = m.cutoff if ctx.conv.rr_cutoff == "honour" else None
     r = ctx.ranked
-    return r.upto(r.p_first / np.maximum(r.pos, 1), k), ctx.R == 0
+    if ctx.tie_rule == "average":  # p_first is spread over the first group's rows
+        return r.upto(r.p_first / np.maximum(r.pos, 1), k), ctx.R == 0
+    # Otherwise p_first is 1.0 on each query's first relevant row and 0.0 elsewhere, so the
+    # sum over the top k is that one term: read from those rows alone (the same value as the
+    # sum, to the bit: adding 0.0 to a positive number leaves it as it is).
+    at = np.flatnonzero(r.p_first)
+    q = np.searchsorted(r.start + r.n, at, side="right")  # the query whose rows hold each one
+    first = r.pos[at]
+    inside = first <= (r.n[q] if k is None else np.minimum(r.n[q], k))
+    values = np.zeros(r.n_queries)
+    values[q[inside]] = r.p_first[at[inside]] / first[inside]
+    return values, ctx.R == 0
 
 
 def average_precision(ctx: Context, m: Measure) -> Result:

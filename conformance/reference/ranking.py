@@ -316,10 +316,11 @@ def rank(
     else:  # pragma: no cover - the vocabulary admits no other value
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
     order = sort_order(q, primary, ties, n_queries)
-    q_s, lab_s = q[order], labels[order]
-
-    start, n = segments(q_s, n_queries)
-    rows = q_s.size
+    lab_s = labels[order]
+    # the rows come out query by query: each query's count and first row need no sorted copy
+    # of the query codes (segments() counts them the same in any order)
+    start, n = segments(q, n_queries)
+    rows = lab_s.size
     listed = start[n > 0]  # where each non-empty query's rows begin, in order (the first at 0)
     # Per-query running counts are one cumulative sum each, restarted at every query by a
     # correction at its first row (no per-row gather of a per-query base).
@@ -361,9 +362,10 @@ def rank(
         e_gain = gain + 0.0 if (np.signbit(gain) & (gain == 0)).any() else gain
         pieces = [pos, gain, rel, pos, np.zeros(rows, bool), np.zeros(rows, bool), rel, e_gain,
                   ap_term, p_first]
-        return _cut_to_depth(n_queries, start, n, q_s, pieces, conv)
+        return _cut_to_depth(n_queries, start, n, pieces, conv)
 
     idx = np.arange(rows, dtype=np.int64)
+    q_s = q[order]
     prim_s = primary[order]
     # tie groups: runs of equal primary keys within a query
     if rows:
@@ -402,11 +404,11 @@ def rank(
         group_varied = np.zeros(0, bool)
     pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
               p_first]
-    return _cut_to_depth(n_queries, start, n, q_s, pieces, conv)
+    return _cut_to_depth(n_queries, start, n, pieces, conv)
 
 
-def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, q_s: np.ndarray,
-                  pieces: list, conv: Conventions) -> Ranked:
+def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list,
+                  conv: Conventions) -> Ranked:
     """The Ranked of ``pieces`` (per-row arrays in Ranked's field order, starting with pos)."""
     # The depth cut comes after the tie groups are formed: under ties=average a group that
     # straddles the cut keeps its expected pieces over all its orders, so a cut at depth >= k
@@ -414,7 +416,8 @@ def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, q_s: np.ndar
     if conv.depth is not None and (n > conv.depth).any():
         keep = pieces[0] <= conv.depth
         pieces = [a[keep] for a in pieces]
-        start, n = segments(q_s[keep], n_queries)
+        n = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows
+        start = np.cumsum(n) - n
     return Ranked(n_queries, start, n, *pieces)
 
 
