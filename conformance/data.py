@@ -127,13 +127,19 @@ def arrow_strings(values) -> "pa.Array":
     bytes (``pa.array`` would import pandas, ~0.6 s)."""
     import pyarrow as pa
 
-    encoded = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    values = list(values)
+    text = "".join(values)
+    data = text.encode("utf-8")
+    if len(data) == len(text):  # ASCII: a string's length in characters is its length in bytes
+        lengths = np.fromiter(map(len, values), np.int64, len(values))
+    else:
+        lengths = np.fromiter((len(v.encode("utf-8")) for v in values), np.int64, len(values))
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
     large = offsets[-1] >= 2**31
     return pa.Array.from_buffers(
-        pa.large_string() if large else pa.string(), len(encoded),
-        [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))])
+        pa.large_string() if large else pa.string(), len(values),
+        [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)

@@ -1017,7 +1017,7 @@ class _Rows:
         def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
             return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
-        return (pa.array(self.qid, pa.string()), pa.array(self.docid, pa.string()),
+        return (arrow_strings(self.qid), arrow_strings(self.docid),
                 cat(self.value, np.float64), cat(self.rank, np.float64), cat(self.line, np.int64))
 
 

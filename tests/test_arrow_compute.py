@@ -130,3 +130,25 @@ def test_arrow_strings_and_numbers_from_python(values):
     assert arrow_strings(values).equals(pa.array(values, pa.string()))
     numbers = np.arange(len(values), dtype=np.int64) * 3 - 7
     assert numpy_arrow(numbers).equals(pa.array(numbers)) and numpy_arrow(numbers / 2).equals(pa.array(numbers / 2))
+
+
+def test_eval_of_json_inputs_imports_no_pandas(tmp_path):
+    """The JSON and JSONL readers build their Arrow columns without pa.array (pandas, ~0.6 s)."""
+    import json
+
+    run = tmp_path / "run.json"
+    qrels = tmp_path / "qrels.jsonl"
+    run.write_text(json.dumps({f"q{q}": {f"d{d}": 10 - d for d in range(5)} for q in range(3)}))
+    qrels.write_text("".join(json.dumps({"qid": f"q{q}", "gold_doc_ids": ["d0", "d2"],
+                                         "graded_relevance": {"d0": 2, "dé": 1}}) + "\n" for q in range(3)))
+    code = (
+        "import sys\n"
+        "from conformance.cli import main\n"
+        f"main(['eval', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, '--format', 'json',"
+        " '-m', 'nDCG@10,AP,RR'], standalone_mode=False)\n"
+        "print(sorted(m for m in ('pyarrow.compute', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
