@@ -349,8 +349,9 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Con
         if prep.joined_by_words:
             run.distinct_pairs = True  # the join compared every pair of equal hash: no repeat
         else:
-            run = cio.settle_pairs(run, base.duplicates)
-            prep = Prepared(qrels, run)
+            settled = cio.settle_pairs(run, base.duplicates)
+            if settled is not run:  # listings dropped: join again (else the join stands)
+                run, prep = settled, Prepared(qrels, settled)
     groups: dict[Conventions, list[Measure]] = {}
     for m in measures:
         group = groups.setdefault(m.conventions(base), [])

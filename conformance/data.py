@@ -122,6 +122,16 @@ def _bits(buffer, offset: int, n: int) -> np.ndarray:
     return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(np.bool_)
 
 
+def arrow_offsets(strings) -> np.ndarray:
+    """The value offsets of a string or binary Arrow array (large or not), as numpy, no copy."""
+    import pyarrow as pa
+
+    large = pa.types.is_large_string(strings.type) or pa.types.is_large_binary(strings.type)
+    size = 8 if large else 4
+    return np.frombuffer(strings.buffers()[1], np.int64 if large else np.int32, len(strings) + 1,
+                         strings.offset * size)
+
+
 def arrow_strings(values) -> "pa.Array":
     """Python strings (a list or object array) as an Arrow string array, built from their UTF-8
     bytes (``pa.array`` would import pandas, ~0.6 s)."""
@@ -306,7 +316,7 @@ class DocWords:
                 padded = ac.ascii_rpad(chunks[k], width, padding="\x00")
                 if padded.buffers()[2] is None:  # pragma: no cover - width >= 8 gives bytes
                     return False
-                off = np.frombuffer(padded.buffers()[1], np.int32, len(padded) + 1, padded.offset * 4)
+                off = arrow_offsets(padded)
                 if int(off[-1] - off[0]) != width * len(padded):  # pragma: no cover - bytes
                     return False
                 rows = slice(int(first[k]), int(first[k + 1]))

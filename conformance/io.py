@@ -124,8 +124,8 @@ import pyarrow.csv as pcsv
 
 from conformance import arrow_compute as ac
 from conformance.conventions import AXES
-from conformance.data import (DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy, arrow_strings, line_numbers,
-                              numpy_arrow, pair_hash)
+from conformance.data import (DocWords, LazyRange, Qrels, ReadCounts, Run, arrow_numpy, arrow_offsets, arrow_strings,
+                              line_numbers, numpy_arrow, pair_hash)
 from conformance.errors import InputError
 from conformance.parallel import both, each, query_halves, worth_splitting
 
@@ -375,20 +375,13 @@ def _fast_parse(src: _Text, names: list[str], numeric: str) -> _Parsed | None:
     return _Parsed(columns, LazyRange(1, n + 1), ReadCounts(read=n, used=n))
 
 
-def _offsets(chunk: pa.Array) -> np.ndarray:
-    """The value offsets of a string or binary array, as numpy (no copy)."""
-    large = pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type)
-    size = 8 if large else 4
-    return np.frombuffer(chunk.buffers()[1], np.int64 if large else np.int32, len(chunk) + 1, chunk.offset * size)
-
-
 # The two checks below read the columns' offsets and bytes in place, chunk by chunk; Arrow's
 # kernels (binary_length, starts_with) would first write an 8 MB array per column of a 2M-row
 # run, and fresh memory is most of what they cost.
 def _has_empty(column: pa.ChunkedArray) -> bool:
     """Whether a string or binary column (as the CSV reader gives them) holds an empty value."""
     for chunk in column.chunks:
-        off = _offsets(chunk)
+        off = arrow_offsets(chunk)
         if not (off[1:] > off[:-1]).all():
             return True
     return False
@@ -397,7 +390,7 @@ def _has_empty(column: pa.ChunkedArray) -> bool:
 def _starts_with_hash(column: pa.ChunkedArray) -> bool:
     """Whether a value of a string column without empty values starts with ``#``."""
     for chunk in column.chunks:
-        if len(chunk) and (np.frombuffer(chunk.buffers()[2], np.uint8)[_offsets(chunk)[:-1]] == ord("#")).any():
+        if len(chunk) and (np.frombuffer(chunk.buffers()[2], np.uint8)[arrow_offsets(chunk)[:-1]] == ord("#")).any():
             return True
     return False
 
@@ -617,7 +610,7 @@ def _factorize_runs(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.
     if pa.types.is_dictionary(values.type):
         return None
     n = len(values)
-    starts, base = [], 0
+    starts, base, groups = [], 0, 0
     for chunk in values.chunks if isinstance(values, pa.ChunkedArray) else [values]:
         m = len(chunk)
         if m == 0:
@@ -629,7 +622,8 @@ def _factorize_runs(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.
             at += base + 1
             starts.append(at)
         base += m
-        if sum(s.size for s in starts) * 16 > n:
+        groups += 1 + (at.size if m > 1 else 0)
+        if groups * 16 > n:
             return None
     first = np.concatenate(starts)
     enc = ac.dictionary_encode(_as_array(ac.take(values, numpy_arrow(first))))
@@ -639,10 +633,8 @@ def _factorize_runs(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.
 
 def _factorize_sort(arr: pa.Array, hash_bits: int | None) -> tuple[np.ndarray, pa.Array] | None:
     n = len(arr)
-    large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
     bufs = arr.buffers()
-    off = np.frombuffer(bufs[1], np.int64 if large else np.int32, n + 1, arr.offset * (8 if large else 4))
-    off = off.astype(np.int64)
+    off = arrow_offsets(arr).astype(np.int64)
     lens = np.diff(off)
     width = (int(lens.max()) + 7) // 8
     if width > _MAX_WORDS:

@@ -199,11 +199,11 @@ def reciprocal_rank(ctx: Context, m: Measure) -> Result:
     # sum over the top k is that one term: read from those rows alone (the same value as the
     # sum, to the bit: adding 0.0 to a positive number leaves it as it is).
     at = np.flatnonzero(r.p_first)
+    if k is not None:
+        at = at[r.pos[at] <= k]
     q = np.searchsorted(r.start + r.n, at, side="right")  # the query whose rows hold each one
-    first = r.pos[at]
-    inside = first <= (r.n[q] if k is None else np.minimum(r.n[q], k))
     values = np.zeros(r.n_queries)
-    values[q[inside]] = r.p_first[at[inside]] / first[inside]
+    values[q] = r.p_first[at] / r.pos[at]
     return values, ctx.R == 0
 
 

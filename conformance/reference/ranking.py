@@ -54,40 +54,41 @@ def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
 
 def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False) -> np.ndarray:
     """Gain of each label under ``gain`` (and ``threshold_scope``); NaN (unjudged) gains 0.
-    ``reuse``: ``labels`` is the caller's own array, not read again: linear and exponential
-    gains are written over it (on a 2M-row run, a 16 MB array not allocated)."""
-    if reuse and conv.gain in ("linear", "exponential") and conv.threshold_scope != "graded":
-        labels[np.isnan(labels)] = 0.0
-        if np.isinf(labels).any():  # as _nan_as_zero reads them
-            labels = np.nan_to_num(labels)
-        if conv.gain == "exponential":
-            np.exp2(labels, out=labels)
-            labels -= 1.0
-        return labels
-    lab = _nan_as_zero(labels)
+    ``reuse``: ``labels`` is the caller's own array, not read again, and the gains may be
+    written over it (on a 2M-row run, a 16 MB array not allocated)."""
+    nan = np.isnan(labels)
+    lab = _nan_as_zero(labels, nan, in_place=reuse)  # this function's own array either way
+    graded = conv.threshold_scope == "graded"
     if conv.gain == "linear":
-        g = lab if conv.threshold_scope != "graded" else lab.copy()  # lab is a fresh array
+        g = lab.copy() if graded else lab
     elif conv.gain == "exponential":
-        g = np.exp2(lab) - 1.0
+        g = np.exp2(lab, out=None if graded else lab)
+        g -= 1.0
     else:
         table = gain_map(conv.gain)
         g = lab.copy()  # labels the map does not list keep gain = label (as trec_eval does)
         for label, gain in table.items():
             g[lab == label] = gain
-    if conv.threshold_scope == "graded":
+    if graded:
         g[lab < conv.relevance_threshold] = 0.0
     if conv.gain not in ("linear", "exponential"):
         # a map may give label 0 a gain; linear and exponential give NaN's 0 the gain 0.0
-        g[np.isnan(labels)] = 0.0
+        g[nan] = 0.0
     return g
 
 
-def _nan_as_zero(x: np.ndarray) -> np.ndarray:
-    """A copy of ``x`` with NaN read as 0.0: ``np.nan_to_num(x, nan=0.0)``, at a third of its
-    cost (it tests for both infinities too, which labels never hold: the readers refuse them)."""
-    out = np.where(np.isnan(x), 0.0, x)
+def _nan_as_zero(x: np.ndarray, nan: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
+    """``x`` with NaN read as 0.0 (``nan``: its NaN mask, if known), as a new array or written
+    over ``x``: ``np.nan_to_num(x, nan=0.0)``, at a third of its cost (it tests for both
+    infinities too, which labels never hold: the readers refuse them)."""
+    nan = np.isnan(x) if nan is None else nan
+    if in_place:
+        x[nan] = 0.0
+        out = x
+    else:
+        out = np.where(nan, 0.0, x)
     if np.isinf(out).any():  # not from a reader: as nan_to_num reads them, the largest floats
-        return np.nan_to_num(x, nan=0.0)
+        return np.nan_to_num(out)
     return out
 
 
@@ -321,12 +322,13 @@ def rank(
     # of the query codes (segments() counts them the same in any order)
     start, n = segments(q, n_queries)
     rows = lab_s.size
-    listed = start[n > 0]  # where each non-empty query's rows begin, in order (the first at 0)
+    nonempty = n > 0
+    listed = start[nonempty]  # where each non-empty query's rows begin, in order (the first at 0)
     # Per-query running counts are one cumulative sum each, restarted at every query by a
     # correction at its first row (no per-row gather of a per-query base).
     # pos: 1-based rank in the query's list.
     pos = np.ones(rows, np.int64)
-    pos[listed[1:]] = 1 - n[n > 0][:-1]
+    pos[listed[1:]] = 1 - n[nonempty][:-1]
     np.cumsum(pos, out=pos)
 
     # NaN (unjudged) compares False, as -inf would
