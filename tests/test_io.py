@@ -28,8 +28,7 @@ from conformance import io
 from conformance.data import Qrels, Run
 from conformance.errors import InputError
 
-PEERS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "peers", "trec_eval")
-PEERS = os.path.normpath(PEERS)
+PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "trec_eval")
 LONG_FUZZ = os.environ.get("CONFORMANCE_LONG_FUZZ") == "1"
 FUZZ_EXAMPLES = 20_000 if LONG_FUZZ else 300
 

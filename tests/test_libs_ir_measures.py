@@ -1,6 +1,7 @@
 """ir_measures through its adapter, live: published numbers, provider routing, every profile fact.
 
-Expected values are the numbers of ``../shared/CONVENTIONS.md`` or hand computation (written
+Expected values are numbers the libraries publish
+(documentation examples, cited where used) or hand computation (written
 out below), never the reference implementation. Each quirk the profiles in
 ``conformance/libs/ir_measures.py`` rely on has a test here, so a release that changes it fails.
 """

@@ -1,6 +1,7 @@
 """LightGBM through its adapters, live: published numbers and every profile fact.
 
-Expected values are the numbers of ``../shared/CONVENTIONS.md`` or hand computation (formulas
+Expected values are numbers the libraries publish
+(documentation examples, cited where used) or hand computation (formulas
 written out below), never the reference implementation.
 """
 

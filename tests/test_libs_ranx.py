@@ -1,6 +1,7 @@
 """ranx through its adapters, live: published numbers and every profile fact.
 
-Expected values are the numbers of ``../shared/CONVENTIONS.md`` or hand computation (written
+Expected values are numbers the libraries publish
+(documentation examples, cited where used) or hand computation (written
 out below), never the reference implementation. Each quirk the profiles in
 ``conformance/libs/ranx.py`` rely on has a test here, so a ranx release that changes it fails.
 """

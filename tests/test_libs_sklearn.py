@@ -1,7 +1,7 @@
 """scikit-learn through its adapters, live: published numbers and every profile fact.
 
-Expected values are sklearn's own published docstring outputs, the numbers of
-``../shared/CONVENTIONS.md``, or hand computation (formulas written out below), never the
+Expected values are sklearn's own published docstring outputs, numbers the libraries
+publish (cited where used), or hand computation (formulas written out below), never the
 reference implementation.
 """
 
@@ -170,7 +170,7 @@ def test_fractional_labels_are_used_as_they_are():
 
 @pytest.mark.parametrize("name,m", [("sklearn", NDCG), ("sklearn", DCG), ("sklearn:log_base10", DCG)])
 def test_one_document_lists_raise(name, m):
-    # no axis describes this yet (reported to the lead): the differential tests show it
+    # single_document=raise describes it; this pins the library's own refusal
     lv = run_entry(name, m, *one_list([1], [1.0]))
     assert lv.error is not None and lv.error.startswith("ValueError")
 

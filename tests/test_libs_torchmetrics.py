@@ -1,6 +1,7 @@
 """torchmetrics through its adapters, live: published numbers and every profile fact.
 
-Expected values are the numbers of ``../shared/CONVENTIONS.md`` or hand computation (written
+Expected values are numbers the libraries publish
+(documentation examples, cited where used) or hand computation (written
 out below), never the reference implementation. Each quirk the profiles in
 ``conformance/libs/torchmetrics.py`` rely on, and each behaviour no axis describes yet, has a
 test here, so a torchmetrics release that changes it fails. Values are float32: compared within

@@ -1,7 +1,7 @@
 """trec_eval through pytrec_eval-terrier, live: published numbers and every profile fact.
 
-Expected values are trec_eval's own published test outputs (``../shared/peers/trec_eval/``), the
-numbers of ``../shared/CONVENTIONS.md``, or hand computation (written out below), never the
+Expected values are trec_eval's own published test outputs (``tests/data/trec_eval/``), the
+numbers the libraries publish (cited where used), or hand computation (written out below), never the
 reference implementation. Each quirk the profile in ``conformance/libs/trec_eval.py`` relies on
 has a test here, so a pytrec_eval release that changes it fails.
 """
@@ -24,7 +24,7 @@ from libcall import call, only_value, one_list
 
 pytestmark = pytest.mark.requires_library("trec_eval")
 
-PEER_DIR = Path(__file__).resolve().parents[2] / "shared" / "peers" / "trec_eval"
+PEER_DIR = Path(__file__).resolve().parent / "data" / "trec_eval"
 L2_3 = math.log2(3)
 
 

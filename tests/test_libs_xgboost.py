@@ -1,6 +1,7 @@
 """XGBoost through its adapters, live: published numbers and every profile fact.
 
-Expected values are the numbers of ``../shared/CONVENTIONS.md``, hand computation (formulas
+Expected values are numbers the libraries publish
+(documentation examples, cited where used), hand computation (formulas
 written out below), or XGBoost itself (plain ``ndcg`` against ``ndcg@32``), never the reference
 implementation.
 """
@@ -156,7 +157,7 @@ def test_linear_gain_keeps_negative_and_fractional_labels():
 def test_linear_gain_treats_a_negative_ideal_as_empty():
     # A list whose ideal DCG is negative (labels [0, -1]: ideal 0 - 1/log2(3)) scores 1, as if
     # it had no relevant document (EvalNDCG: inv_idcg <= 0). The reference divides instead
-    # (DCG -1 over ideal -1/log2(3) = log2(3)): reported to the lead as a missing convention.
+    # (DCG -1 over ideal -1/log2(3) = log2(3)): a convention the vocabulary does not have yet.
     if not linear_gain_honoured():
         pytest.fail("xgboost < 3.0.3: ndcg_exp_gain is ignored; this test pins 3.0.3+")
     assert value("xgboost:linear_gain", ndcg(2), [0, -1], [1, 2]) == 1.0

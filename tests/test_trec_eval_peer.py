@@ -1,6 +1,6 @@
 """The reference under the trec_eval 10 profile reproduces trec_eval's own published test outputs.
 
-Expected values are trec_eval's quicktest outputs in ``../shared/peers/trec_eval/`` (see its
+Expected values are trec_eval's quicktest outputs in ``tests/data/trec_eval/`` (see its
 README for the commands), compared to the 4 decimals trec_eval prints: a value matches when our
 float formatted with ``%.4f`` is the printed text (exactly what the quicktest's ``diff`` checks);
 counts (num_*) must be the printed integer. Every (output file, measure, query) pair is its own
@@ -36,7 +36,7 @@ from conformance.measures import Measure
 
 from trec_eval_output import COUNT_MEASURES, Row, measure_for, pytrec_eval_request, read_output
 
-PEER_DIR = Path(__file__).resolve().parents[2] / "shared" / "peers" / "trec_eval"
+PEER_DIR = Path(__file__).resolve().parent / "data" / "trec_eval"
 V9_DIR = PEER_DIR / "v9_de6a29f"
 
 
@@ -88,7 +88,7 @@ def _peer_file(name: str) -> Path:
     path = PEER_DIR / name
     if not path.is_file():
         raise FileNotFoundError(
-            f"trec_eval peer data missing: {path} (see ../shared/peers/trec_eval/README.md)"
+            f"trec_eval peer data missing: {path} (see tests/data/trec_eval/README.md)"
         )
     return path
 

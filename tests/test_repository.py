@@ -1,0 +1,36 @@
+"""The repository stands alone: its tests read nothing outside it.
+
+A user's clone has only the repository. Test data lives under ``tests/data/`` (trec_eval's own
+test files, with their origin in ``tests/data/trec_eval/README.md``); a test that reaches for a
+folder beside the clone fails at collection in a fresh clone, so this guard fails first.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+# A path that climbs out of the repository from a test file: "../shared", parents[2] and up
+# (tests/x.py -> parents[1] is the repository root), or os.path.join(..., "..", "..").
+_OUTSIDE = re.compile(
+    r"\.\./shared|parents\[(?:[2-9]|\d\d+)\]|[\"']\.\.[\"']\s*,\s*[\"']\.\.[\"']"
+)
+
+
+def test_no_test_reads_outside_the_repository():
+    offenders = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _OUTSIDE.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "tests reach outside the repository:\n" + "\n".join(offenders)
+
+
+def test_trec_eval_data_is_in_the_repository():
+    data = TESTS / "data" / "trec_eval"
+    for name in ("qrels.test", "results.test", "results.trunc", "qrels.rel_level", "out.test",
+                 "out.test.aq", "out.test.aql", "out.test.meas_params", "README.md"):
+        assert (data / name).is_file(), f"tests/data/trec_eval/{name} is missing"
