@@ -13,18 +13,21 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
-# A path that climbs out of the repository from a test file: "../shared", parents[2] and up
-# (tests/x.py -> parents[1] is the repository root), or os.path.join(..., "..", "..").
-_OUTSIDE = re.compile(
-    r"\.\./shared|parents\[(?:[2-9]|\d\d+)\]|[\"']\.\.[\"']\s*,\s*[\"']\.\.[\"']"
-)
+# Paths that climb out of the repository: the steering folder beside a clone, or two ".." parts
+# joined from a test file's folder.
+_OUTSIDE = re.compile(r"\.\./shared\b|[\"']\.\.[\"']\s*,\s*[\"']\.\.[\"']")
+_PARENTS = re.compile(r"parents\[(\d+)\]")
 
 
 def test_no_test_reads_outside_the_repository():
     offenders = []
     for path in sorted(TESTS.rglob("*.py")):
+        if path == Path(__file__).resolve():
+            continue
+        # Path(__file__).parents[depth] is the repository root: any higher index is outside it
+        depth = len(path.relative_to(ROOT).parts) - 1
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if _OUTSIDE.search(line):
+            if _OUTSIDE.search(line) or any(int(k) > depth for k in _PARENTS.findall(line)):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "tests reach outside the repository:\n" + "\n".join(offenders)
 
