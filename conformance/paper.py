@@ -25,7 +25,7 @@ query must be scored and counted, and its value in the interval.
 The sweep
 =========
 
-Swept values (:data:`SWEPT_VALUES`); values that refuse the input (``raise``, ``nan``) are
+Swept values (each axis record's ``swept``, gathered in :data:`SWEPT_VALUES`); values that refuse the input (``raise``, ``nan``) are
 never swept, since they cannot produce a reported number:
 
 - ``gain`` linear/exponential, ``discount`` log2/jarvelin, ``ideal`` judged/retrieved,
@@ -40,8 +40,8 @@ never swept, since they cannot produce a reported number:
 - ``negative_labels`` unjudged/keep and ``label_type`` float/int_truncate only when the qrels
   hold negative or fractional labels.
 
-Each measure is swept over the axes it reads (:data:`READS`, checked against the reference by
-the tests); the others cannot change it. Axes a measure name fixes (``P(rel=2)@5``) are not
+Each measure is swept over the axes its family reads (``Family.axes`` of
+``conformance.measures``, checked against the reference by the tests); the others cannot change it. Axes a measure name fixes (``P(rel=2)@5``) are not
 swept for that measure. ``rank_source`` (score), ``duplicates`` (error: the run is validated)
 and every axis a measure does not read keep the vocabulary defaults.
 
@@ -118,7 +118,6 @@ from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segmen
 MAX_DIGITS = 17
 
 # Families whose values are not fractions: a number above 1 is never a percentage for them.
-UNBOUNDED = {"DCG", "NumQ", "NumRet", "NumRel", "NumRelRet"}
 
 
 class ReportedError(ConformanceError):
@@ -226,7 +225,7 @@ def reported_value(measure: Measure, number: str, *, digits: int | None = None,
         raise ReportedError(f"reported value {where!r}: more than {MAX_DIGITS} decimals")
     places = shown if digits is None else digits
     half = Decimal(5).scaleb(-places - 1)
-    bounded = measure.family not in UNBOUNDED
+    bounded = measure.record.bounded
     if explicit and not bounded:
         raise ReportedError(
             f"reported value {where!r}: {measure.family} is not a fraction, so it cannot be a percentage"
@@ -343,47 +342,11 @@ def read_reported_per_query(path: str | os.PathLike, *, digits: int | None = Non
 # The sweep
 # --------------------------------------------------------------------------------------------
 
-# Swept values of the axes whose values do not depend on the input.
-SWEPT_VALUES: dict[str, tuple] = {
-    "gain": ("linear", "exponential"),
-    "discount": ("log2", "jarvelin"),
-    "ideal": ("judged", "retrieved"),
-    "k_beyond_list": ("k", "min_k_n"),
-    "ap_denominator": ("relevant", "retrieved_relevant", "min_k_relevant"),
-    "empty_query": ("zero", "one", "skip"),
-    "ties": ("docid_desc", "docid_asc", "input_order", "reverse_input", "average"),
-    "threshold_scope": ("binary", "graded"),
-    "score_precision": ("float64", "float32"),
-    "rr_cutoff": ("honour", "ignore"),
-    "negative_labels": ("unjudged", "keep"),
-    "label_type": ("float", "int_truncate"),
-    "query_set": ("run", "qrels"),
-}
+# Swept values of the axes whose values do not depend on the input (the axis records' own).
+SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
 DEPTHS = (1000, 100)  # swept beside "none" when some list is longer
 MAX_THRESHOLDS = 30  # above this largest label, only the distinct label values are thresholds
 
-_ORDER = ("ties", "score_precision", "depth", "negative_labels", "label_type")
-_BINARY_READS = ("relevance_threshold", "ideal", "empty_query")
-# The axes each family reads, besides the ordering axes (_ORDER) and query_set. Checked against
-# the reference by tests/test_paper.py: an axis left out here must not change evaluate().
-READS: dict[str, tuple[str, ...]] = {
-    "nDCG": ("gain", "discount", "ideal", "relevance_threshold", "threshold_scope", "empty_query"),
-    "DCG": ("gain", "discount", "ideal", "relevance_threshold", "threshold_scope", "empty_query"),
-    "P": _BINARY_READS + ("k_beyond_list",),
-    "R": _BINARY_READS,
-    "F1": _BINARY_READS + ("k_beyond_list",),
-    "Success": _BINARY_READS,
-    "RR": _BINARY_READS + ("rr_cutoff",),
-    "AP": _BINARY_READS + ("ap_denominator",),
-    "Rprec": _BINARY_READS + ("k_beyond_list",),
-    "T": _BINARY_READS + ("k_beyond_list",),
-    "Fe": _BINARY_READS + ("k_beyond_list",),
-    "NumQ": (),
-    "NumRet": ("depth",),
-    "NumRel": ("relevance_threshold", "negative_labels", "label_type"),
-    "NumRelRet": ("relevance_threshold", "ties", "score_precision", "depth", "negative_labels",
-                  "label_type"),
-}
 # Loop order of the sweep: the axes that select a Ranked (labels, ordering, gains, threshold,
 # depth) outermost; threshold_scope before relevance_threshold, since the binary scope makes
 # nDCG's Ranked independent of the threshold; depth last of them, since a depth at or beyond a
@@ -397,8 +360,6 @@ def _loop_rank(axis: str) -> int:
     return _LOOP_FIRST.index(axis) if axis in _LOOP_FIRST else len(_LOOP_FIRST)
 
 
-_COUNTS = {"NumQ", "NumRet", "NumRel", "NumRelRet"}
-_GRADED = {"nDCG", "DCG"}
 _AGGREGATION = ("empty_query", "query_set")
 
 # Where the sweep starts: the vocabulary defaults (trec_eval 10's command line).
@@ -406,25 +367,21 @@ BASE = Conventions()
 
 
 def reads(m: Measure) -> set[str]:
-    """The axes whose value can change ``m`` (before removing the axes its name fixes)."""
-    axes = set(READS[m.family]) | {"query_set"}
-    if m.family not in _COUNTS:
-        axes |= set(_ORDER)
-    if m.family == "RR" and m.cutoff is None:
-        axes.discard("rr_cutoff")
-    return axes
+    """The swept axes whose value can change ``m`` (before removing the axes its name fixes):
+    its family's axes (``Family.axes``), without an axis that needs a cutoff ``m`` lacks."""
+    return {a for a in m.record.axes
+            if (a in SWEPT_VALUES or AXES[a].swept is None)
+            and not (AXES[a].with_cutoff_only and m.cutoff is None)}
 
 
 def _reach(m: Measure, conv: Conventions) -> int | None:
     """How far down each list ``m`` reads under ``conv``; None: the whole list."""
-    f, k = m.family, m.cutoff
-    if k is None or f in ("Rprec",) or f in _COUNTS:
+    reach, k = m.record.reach, m.cutoff
+    if k is None or reach == "whole":
         return None
-    if f == "RR" and conv.rr_cutoff == "ignore":
+    if m.family == "RR" and conv.rr_cutoff == "ignore":  # the cutoff is read and ignored
         return None
-    if f == "Fe":
-        return 2 * k
-    return k
+    return 2 * k if reach == "twice_cutoff" else k
 
 
 @dataclass
@@ -828,7 +785,7 @@ class _Engine:
         ``m``'s formula reads, with orderings and depths that cannot differ on this input made
         one."""
         orders = (self.ordering(conv, conv.ties),)
-        graded = m.family in _GRADED
+        graded = m.record.kind == "graded"
         thr = conv.relevance_threshold
         if graded and self._threshold_idle(conv):
             thr = None
@@ -856,9 +813,9 @@ class _Engine:
                 covers = self.prefix(k).size == self.rows.size or (
                     conv.depth is not None and k is not None and k >= conv.depth)
             rconv = conv
-            if m.family in _GRADED and self._threshold_idle(conv):
+            if m.record.kind == "graded" and self._threshold_idle(conv):
                 rconv = conv.replace(relevance_threshold=1)
-            ranked = self.ranked(lv, order, k, rconv, m.family not in _GRADED)
+            ranked = self.ranked(lv, order, k, rconv, m.record.kind != "graded")
             whole = None if covers else self.whole(lv, order, conv.depth)
             gk, jgain = self.judged_gain(lv, conv)
             jq = self.judged(lv)[0]
@@ -950,7 +907,7 @@ class Sweep:
         self.facts = _facts(prep)
         self.domains = self.facts.domains()
         self.measures = list(dict.fromkeys(measures))
-        k_top = max([m.cutoff for m in self.measures if m.family in _GRADED and m.cutoff] or [0]) or None
+        k_top = max([m.cutoff for m in self.measures if m.record.kind == "graded" and m.cutoff] or [0]) or None
         self.engine = _Engine(prep, self.facts, k_top)
         self.sets_differ = bool((prep.in_run != prep.in_qrels).any())
         self.grids: dict[Measure, Grid] = {}
@@ -1426,42 +1383,17 @@ def _entry_reproduces(em: EntryMetric, r: Reported, live: bool, tol: float) -> b
 # The answer
 # --------------------------------------------------------------------------------------------
 
-_PHRASES: dict[str, dict[Any, str]] = {
-    "gain": {"linear": "linear gain", "exponential": "exponential gain (2^rel - 1)"},
-    "discount": {"log2": "the 1/log2(rank+1) discount", "jarvelin": "Jarvelin's discount (none before rank 2)"},
-    "ideal": {"judged": "the judged ideal", "retrieved": "the ideal of the retrieved list"},
-    "k_beyond_list": {"k": "P@k over k", "min_k_n": "P@k over min(k, list length)"},
-    "ap_denominator": {"relevant": "AP over all relevant documents",
-                       "retrieved_relevant": "AP over the relevant documents retrieved",
-                       "min_k_relevant": "AP over min(k, R)"},
-    "empty_query": {"zero": "queries without relevant documents scoring 0",
-                    "one": "queries without relevant documents scoring 1",
-                    "skip": "queries without relevant documents left out"},
-    "ties": {"docid_desc": "ties by docid descending", "docid_asc": "ties by docid ascending",
-             "input_order": "ties in input order", "reverse_input": "ties in reverse input order",
-             "average": "tied documents averaged"},
-    "threshold_scope": {"binary": "every positive label in the gains",
-                        "graded": "labels below the threshold dropped from the gains"},
-    "score_precision": {"float64": "float64 scores", "float32": "scores narrowed to float32"},
-    "rr_cutoff": {"honour": "RR@k honouring k", "ignore": "RR@k ignoring k"},
-    "negative_labels": {"unjudged": "negative labels as unjudged", "keep": "negative labels kept as gains"},
-    "label_type": {"float": "fractional labels as they are", "int_truncate": "labels truncated to integers"},
-    "query_set": {"run": "only the run's queries averaged", "qrels": "every judged query averaged"},
-}
-
-
 def _phrase(axis: str, values: list) -> str:
-    if axis == "relevance_threshold":
-        if len(values) == 1:
-            return f"relevance from label {values[0]}"
-        return "relevance from label " + " or ".join(str(v) for v in values)
-    if axis == "depth":
-        words = ["the whole run" if v is None else f"the run cut to {v}" for v in values]
-        return " or ".join(words)
-    table = _PHRASES.get(axis, {})
+    """The verdict's words for the values of ``axis`` that reproduce (the axis records')."""
+    ax = AXES[axis]
     if len(values) == 1:
-        return table.get(values[0], f"{axis}={format_value(values[0])}")
-    return f"{axis} " + " or ".join(format_value(v) for v in values)
+        return ax.phrase(values[0])
+    texts = [format_value(v) for v in values]
+    if ax.open_phrase and not any(t in ax.values for t in texts):
+        return ax.open_phrase.format(" or ".join(texts))  # relevance from label 1 or 2
+    if ax.open_phrase:
+        return " or ".join(ax.phrase(v) for v in values)  # the whole run or the run cut to 100
+    return f"{axis} " + " or ".join(texts)
 
 
 def _join(parts: list[str]) -> str:
@@ -1884,7 +1816,7 @@ def check_paper(qrels: Qrels, run: Run, reported: Sequence[Reported], *, entries
 
 
 __all__ = [
-    "BASE", "Evidence", "Grid", "PaperResult", "PerQueryFile", "READS", "Reported",
+    "BASE", "Evidence", "Grid", "PaperResult", "PerQueryFile", "Reported",
     "ReportedError", "SWEPT_VALUES", "Sweep", "answer", "check_paper", "gather", "parse_reported",
     "read_reported_per_query", "reported_value",
 ]
