@@ -557,22 +557,12 @@ def input_warnings(qrels, run, conv: Conventions | None, measures: list[Measure]
 
 
 def _select_entries(libs: str):
-    from conformance import libs as L
+    from conformance.profiles import select_entries
 
-    entries = L.all_entries()
-    if libs.strip() == "all":
-        return entries
-    names = [n.strip() for n in libs.split(",") if n.strip()]
-    chosen = []
-    for n in names:
-        matching = [e for e in entries if e.name == n or (":" not in n and e.library == n)]
-        if not matching:
-            try:
-                L.entry(n)
-            except KeyError as exc:
-                raise ConformanceError(f"--libs: {exc.args[0]}") from None
-        chosen.extend(e for e in matching if e not in chosen)
-    return chosen
+    try:
+        return select_entries(libs)
+    except ConventionError as exc:
+        raise ConformanceError(f"--libs: {exc}") from None
 
 
 @main.command("run")

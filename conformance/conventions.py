@@ -25,8 +25,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from conformance.errors import ConformanceError
 
-class ConventionError(ValueError):
+
+class ConventionError(ConformanceError, ValueError):
     """An axis name or value that the vocabulary does not know."""
 
 

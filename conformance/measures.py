@@ -30,6 +30,7 @@ from conformance.conventions import _close_matches
 from conformance.conventions import AXES as _AXES
 from conformance.conventions import ConventionError as _ConventionError
 from conformance.conventions import Conventions, format_value
+from conformance.errors import ConformanceError
 
 SYNTAXES = ("ir_measures", "trec_eval", "ranx")
 
@@ -281,7 +282,7 @@ def families_reading(axis: str) -> tuple[str, ...]:
     return tuple(f.name for f in FAMILIES.values() if axis in f.axes)
 
 
-class MeasureError(ValueError):
+class MeasureError(ConformanceError, ValueError):
     """A metric name that cannot be read."""
 
 

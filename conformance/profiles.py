@@ -106,6 +106,29 @@ def profile(name: str, measure: Measure | str) -> Conventions:
     return e.profile(m) if computes(name, m) else e.default_profile()
 
 
+def select_entries(spec: str | list[str] | tuple[str, ...] = "all") -> list[Entry]:
+    """The entries ``spec`` names: "all"; or entry names (``lightgbm:linear_gain``) and library
+    names (every entry of that library), comma separated or as a list, in the order given.
+    Raises ConventionError naming an unknown one."""
+    every = all_entries()
+    names_ = [spec] if isinstance(spec, str) else list(spec)
+    names_ = [n.strip() for text in names_ for n in text.split(",") if n.strip()]
+    if not names_:
+        raise ConventionError("no library entry named: give 'all' or entry names such as trec_eval,sklearn")
+    if names_ == ["all"]:
+        return every
+    chosen: list[Entry] = []
+    for n in names_:
+        matching = [e for e in every if e.name == n or (":" not in n and e.library == n)]
+        if not matching:
+            known = [e.name for e in every]
+            close = _close_matches(n, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConventionError(f"unknown library entry {n!r}{hint}")
+        chosen.extend(e for e in matching if e not in chosen)
+    return chosen
+
+
 def describe(name: str) -> str:
     """One line: what the profile is."""
     if name in COMMAND_LINE:
