@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conformance.conventions import TREC_EVAL10, ConventionError, Conventions, _close_matches
-from conformance.libs import all_entries
+from conformance import libs
 from conformance.libs.base import Entry
 from conformance.measures import Measure, parse_measure
 
@@ -53,16 +53,16 @@ COMMAND_LINE: dict[str, CommandLineProfile] = {
 
 def entries() -> list[Entry]:
     """Every library entry, installed or not, in a fixed order."""
-    return all_entries()
+    return libs.all_entries()
 
 
 def names() -> list[str]:
     """Every profile name: the library entries' and :data:`COMMAND_LINE`'s."""
-    return [e.name for e in all_entries()] + list(COMMAND_LINE)
+    return [e.name for e in libs.all_entries()] + list(COMMAND_LINE)
 
 
 def entry_named(name: str) -> Entry | None:
-    return next((e for e in all_entries() if e.name == name), None)
+    return next((e for e in libs.all_entries() if e.name == name), None)
 
 
 def _entry_or_raise(name: str) -> Entry:
@@ -110,7 +110,7 @@ def select_entries(spec: str | list[str] | tuple[str, ...] = "all") -> list[Entr
     """The entries ``spec`` names: "all"; or entry names (``lightgbm:linear_gain``) and library
     names (every entry of that library), comma separated or as a list, in the order given.
     Raises ConventionError naming an unknown one."""
-    every = all_entries()
+    every = libs.all_entries()
     names_ = [spec] if isinstance(spec, str) else list(spec)
     names_ = [n.strip() for text in names_ for n in text.split(",") if n.strip()]
     if not names_:
