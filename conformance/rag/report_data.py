@@ -155,7 +155,8 @@ def _ranking(r) -> dict:
         "p_first": _num(r.p_first),
         "lead": None if r.lead is None else {"estimate": _num(r.lead[0]), "low": _num(r.lead[1]),
                                               "high": _num(r.lead[2])},
-        "rows": [{"candidate": row.candidate, "n": row.n,
+        "answers": r.full,
+        "rows": [{"candidate": row.candidate, "n": row.n, "ranked": row.n == r.full,
                   **{c: {"estimate": _num(row.estimate[c]), "low": _num(row.low[c]),
                          "high": _num(row.high[c]), "undefined_resamples": row.undefined[c]}
                      for c in COEFFICIENTS}} for row in r.rows],

@@ -18,7 +18,8 @@ the others listed as ``same_as``.
 Subsets. Overall; per K/N_p bucket (N_p the query's relevant gold documents, K the cutoff of a
 measure with one: ``K < N_p``, ``N_p <= K < 2 N_p``, ``K >= 2 N_p``; measures without a cutoff
 are left out of buckets); per slice (``--by``). A candidate's observations in a subset are
-those where it and q both have a value.
+those where it and q both have a value; only candidates with a value on every answer of the
+subset are ranked (the others are listed after them).
 
 Each candidate's Spearman, Pearson and Kendall coefficients come with bootstrap intervals
 (``correlation``: resampling queries, each with all its answers; the same resamples for every
@@ -108,7 +109,7 @@ def _distinguishing(m, members: list[str], others: list[list[str]], convs: dict[
     theirs = [convs[x].to_dict() for g in others for x in g if x in convs]
     if not mine or not theirs:
         return {}
-    read = reads(m) | {"nonpositive_scores", "single_document", "duplicates", "rank_source"}
+    read = reads(m) | {"nonpositive_scores"}
     out = {}
     for axis in (a for a in AXES if a in read):
         values = {c[axis] for c in mine}
@@ -137,6 +138,7 @@ class Ranking:
     sentence: str
     p_first: float | None = None
     lead: tuple[float | None, float | None, float | None] | None = None  # estimate, low, high
+    full: int = 0  # the answers a ranked candidate covers (candidates with fewer are not ranked)
 
 
 @dataclass
@@ -203,37 +205,44 @@ def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None
             lo[coef], hi[coef], und[coef] = interval(boot[coef])
         samples[i] = boot[rank_by]
         rows.append(Row(i, int(keep.sum()), est, lo, hi, und))
-    rows.sort(key=lambda r: (r.estimate[rank_by] is None, -(r.estimate[rank_by] or 0.0), r.candidate))
-    ranking = Ranking(label, rank_by, rows, "")
-    defined = [r for r in rows if r.estimate[rank_by] is not None]
+    # A candidate with fewer answers than the most any has (its conventions refuse part of the
+    # input, or skip its empty queries) is listed after the others and not ranked: a
+    # correlation over a subset is not comparable with one over every answer.
+    full = max((r.n for r in rows), default=0)
+    rows.sort(key=lambda r: (r.n < full, r.estimate[rank_by] is None, -(r.estimate[rank_by] or 0.0), r.candidate))
+    ranking = Ranking(label, rank_by, rows, "", full=full)
+    defined = [r for r in rows if r.estimate[rank_by] is not None and r.n == full]
     if not defined:
         ranking.sentence = (f"{label}: no candidate has a defined {rank_by} correlation "
                             "(too few answers, or the quality or every metric is constant)")
         return ranking
     best = defined[0]
+    # candidates tied with the best (the same coefficient: a monotone transform of the same
+    # ranking gives the same Spearman) rank first together
+    tied = [r for r in defined if r.estimate[rank_by] == best.estimate[rank_by]]
     stack = np.stack([np.where(np.isnan(samples[r.candidate]), -np.inf, samples[r.candidate]) for r in defined])
     top = np.argmax(stack, axis=0)
-    ranking.p_first = float((top == 0).mean())
+    ranking.p_first = float((top < len(tied)).mean())
     c_best = candidates[best.candidate]
     coef_text = f"{rank_by} {best.estimate[rank_by]:.2f}"
     if best.low[rank_by] is not None:
         coef_text += f" [{best.low[rank_by]:.2f}, {best.high[rank_by]:.2f}]"
     text = f"{label}: {c_best.name} tracks answer quality best ({coef_text}, {best.n} answers)"
-    if len(defined) > 1:
-        second = defined[1]
+    if len(tied) > 1:
+        text += (f", tied with {candidates[tied[1].candidate].name}"
+                 + (f" and {len(tied) - 2} other candidate(s)" if len(tied) > 2 else ""))
+    rest = defined[len(tied):]
+    if rest:
+        second = rest[0]
         diff = samples[best.candidate] - samples[second.candidate]
         lo, hi, _ = interval(diff)
         lead = best.estimate[rank_by] - second.estimate[rank_by]
         ranking.lead = (lead, lo, hi)
-        runner = candidates[second.candidate].name
-        if lead == 0:
-            text += f", tied with {runner} on these answers"
-        else:
-            sure = ("a lead the resamples confirm" if lo is not None and lo > 0 else
-                    "a lead within the noise: more queries would be needed to tell them apart")
-            text += (f"; it ranks first in {ranking.p_first:.0%} of {W.shape[0]:,} bootstrap resamples, "
-                     f"{lead:+.2f} ahead of {runner}"
-                     + (f" [{lo:+.2f}, {hi:+.2f}]" if lo is not None else "") + f": {sure}")
+        sure = ("a lead the resamples confirm" if lo is not None and lo > 0 else
+                "a lead within the noise: more queries would be needed to tell them apart")
+        text += (f"; {'they rank' if len(tied) > 1 else 'it ranks'} first in {ranking.p_first:.0%} of "
+                 f"{W.shape[0]:,} bootstrap resamples, {lead:+.3f} ahead of {candidates[second.candidate].name}"
+                 + (f" [{lo:+.3f}, {hi:+.3f}]" if lo is not None else "") + f": {sure}")
     if best.low[rank_by] is not None and best.low[rank_by] <= 0 <= best.high[rank_by]:
         text += "; its own correlation is not distinguishable from none"
     ranking.sentence = text + "."
