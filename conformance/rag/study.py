@@ -53,7 +53,13 @@ class Candidate:
 
     @property
     def name(self) -> str:
-        return f"{self.measure} [{self.convention_label}]"
+        """The measure and whose conventions give it: ``nDCG@10 [lightgbm, xgboost +1]``;
+        ``[every convention]`` when all entries agree on it."""
+        if not self.axes:
+            return f"{self.measure} [every convention]"
+        shown = ", ".join(self.members[:MAX_AXES_NAMED])
+        more = len(self.members) - MAX_AXES_NAMED
+        return f"{self.measure} [{shown}{f' +{more}' if more > 0 else ''}]"
 
     @property
     def convention_label(self) -> str:
@@ -65,7 +71,8 @@ class Candidate:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "measure": self.measure, "cutoff": self.cutoff,
-                "conventions": self.members, "axes": self.axes, "same_as": self.same_as}
+                "conventions": self.members, "axes": self.axes, "axes_label": self.convention_label,
+                "same_as": self.same_as}
 
 
 def build_candidates(measures: Sequence, sources: dict[str, list], conventions: dict[str, dict]) -> list[Candidate]:
@@ -83,7 +90,7 @@ def build_candidates(measures: Sequence, sources: dict[str, list], conventions: 
         for key, (values, members) in groups.items():
             axes = _distinguishing(m, members, [g[1] for k, g in groups.items() if k != key], convs)
             if key in by_vector:
-                by_vector[key].same_as.append(f"{m.text} [{_label(axes)}]")
+                by_vector[key].same_as.append(f"{m.text} [{', '.join(sorted(members))}]")
                 continue
             c = Candidate(m.text, m.cutoff, sorted(members), axes, values)
             by_vector[key] = c
