@@ -89,6 +89,8 @@ class Vocabulary:
         found = self._sets.get(text)
         if found is None:
             ids = self.ids
-            found = np.unique(np.fromiter((ids.setdefault(t, len(ids)) for t in tokens(text)), np.int64))
+            found = np.fromiter((ids.setdefault(t, len(ids)) for t in tokens(text)), np.int64)
+            found.sort()
+            found = found[np.r_[True, found[1:] != found[:-1]]] if found.size else found
             self._sets[text] = found
         return found
