@@ -133,6 +133,8 @@ def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge
         judge_model=judge_model, compare_judge=compare_judge, graded=graded, by=by, corpus=corpus_path,
         context_k=context_k, correlate=correlate, quality=quality_source, rank_by=rank_by, resamples=resamples,
         seed=seed)
+    if example:
+        example_run.relabel(result, variant_paths)
     _warn(result, quiet)
     _emit(result, json_path, html_path)
     if example and not quiet:

@@ -59,11 +59,15 @@ def _weighted_pearson(X: np.ndarray, Y: np.ndarray, W: np.ndarray) -> np.ndarray
 
 
 def _constant(x: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Per row: whether x is the same for every observation of positive weight."""
-    present = W > 0
-    hi = np.where(present, x, -np.inf).max(axis=1)
-    lo = np.where(present, x, np.inf).min(axis=1)
-    return ~(hi > lo)
+    """Per row: whether x is the same for every observation of positive weight (at most one
+    group of equal values has weight)."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    if starts.size == 1:
+        return np.ones(W.shape[0], bool)
+    totals = np.add.reduceat(W[:, order], starts, axis=1)
+    return (totals > 0).sum(axis=1) <= 1
 
 
 def _weighted_ranks(x: np.ndarray, W: np.ndarray) -> np.ndarray:

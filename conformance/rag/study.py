@@ -23,9 +23,11 @@ subset are ranked (the others are listed after them).
 
 Each candidate's Spearman, Pearson and Kendall coefficients come with bootstrap intervals
 (``correlation``: resampling queries, each with all its answers; the same resamples for every
-candidate and subset). Candidates are ranked by ``rank_by`` (Spearman by default); the best is
-named with how sure that is: the fraction of resamples in which it ranks first, and the
-interval of its lead over the runner-up, both on the same resamples.
+candidate and subset), computed for the :data:`BOOTSTRAPPED` (20) leading candidates of each
+subset by point estimate (the others keep their point estimates and no interval). Candidates
+are ranked by ``rank_by`` (Spearman by default); the best is named with how sure that is: the
+fraction of resamples in which it ranks first among those 20, and the interval of its lead over
+the runner-up, both on the same resamples.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from conformance.conventions import AXES, Conventions
 from conformance.rag.correlation import COEFFICIENTS, bootstrap_weights, coefficients, interval
 
 BUCKETS = ("K < N_p", "N_p <= K < 2 N_p", "K >= 2 N_p")
+BOOTSTRAPPED = 20  # per subset, the leading candidates that get bootstrap intervals
 MAX_AXES_NAMED = 3
 
 
@@ -197,21 +200,16 @@ def run_study(candidates: list[Candidate], quality: np.ndarray, cluster: np.ndar
 def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None], quality: np.ndarray,
           W: np.ndarray, rank_by: str) -> Ranking:
     rows: list[Row] = []
-    samples: dict[int, np.ndarray] = {}
+    keeps: dict[int, np.ndarray] = {}
     for i, (c, mask) in enumerate(zip(candidates, masks)):
         if mask is None:
             continue
         keep = mask & ~np.isnan(c.values)
-        x, y = c.values[keep], quality[keep]
-        point = coefficients(x, y, np.ones((1, x.size)))
-        boot = coefficients(x, y, W[:, keep])
-        est, lo, hi, und = {}, {}, {}, {}
-        for coef in COEFFICIENTS:
-            v = point[coef][0]
-            est[coef] = None if np.isnan(v) else float(v)
-            lo[coef], hi[coef], und[coef] = interval(boot[coef])
-        samples[i] = boot[rank_by]
-        rows.append(Row(i, int(keep.sum()), est, lo, hi, und))
+        keeps[i] = keep
+        point = coefficients(c.values[keep], quality[keep], np.ones((1, int(keep.sum()))))
+        est = {coef: (None if np.isnan(point[coef][0]) else float(point[coef][0])) for coef in COEFFICIENTS}
+        none = {coef: None for coef in COEFFICIENTS}
+        rows.append(Row(i, int(keep.sum()), est, dict(none), dict(none), {coef: 0 for coef in COEFFICIENTS}))
     # A candidate with fewer answers than the most any has (its conventions refuse part of the
     # input, or skip its empty queries) is listed after the others and not ranked: a
     # correlation over a subset is not comparable with one over every answer.
@@ -219,6 +217,16 @@ def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None
     rows.sort(key=lambda r: (r.n < full, r.estimate[rank_by] is None, -(r.estimate[rank_by] or 0.0), r.candidate))
     ranking = Ranking(label, rank_by, rows, "", full=full)
     defined = [r for r in rows if r.estimate[rank_by] is not None and r.n == full]
+    # Intervals for the leading candidates only (the cost is resamples x answers per
+    # candidate and coefficient); the others keep their point estimates.
+    samples: dict[int, np.ndarray] = {}
+    for r in defined[:BOOTSTRAPPED]:
+        keep = keeps[r.candidate]
+        boot = coefficients(candidates[r.candidate].values[keep], quality[keep], W[:, keep])
+        for coef in COEFFICIENTS:
+            r.low[coef], r.high[coef], r.undefined[coef] = interval(boot[coef])
+        samples[r.candidate] = boot[rank_by]
+    defined = defined[:BOOTSTRAPPED]
     if not defined:
         ranking.sentence = (f"{label}: no candidate has a defined {rank_by} correlation "
                             "(too few answers, or the quality or every metric is constant)")

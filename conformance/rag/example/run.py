@@ -74,3 +74,13 @@ def prepare(live: bool = True, quiet: bool = False) -> tuple[str, dict[str, str]
     else:
         note = "example: variant outputs rebuilt live (bm25s, all-MiniLM-L6-v2); identical to the committed ones"
     return gold, {v: str(p) for v, p in paths.items()}, CONTEXT_K, note
+
+
+def relabel(result, live_paths: dict[str, str]) -> None:
+    """Name the example's files by their place in the package (not this machine's paths), so
+    its printed table, JSON and report are the same on every machine."""
+    result.gold.source = "conformance/rag/example/gold.jsonl"
+    for v in result.variants:
+        rebuilt = Path(live_paths.get(v.name, "")).parent != OUTPUTS
+        v.source = f"{v.name}.jsonl (rebuilt live)" if rebuilt else f"conformance/rag/example/outputs/{v.name}.jsonl"
+        v.outputs.source = v.source
