@@ -78,10 +78,6 @@ class RelevanceResult:
     error: str | None = None
 
 
-class JudgeUnavailable(ConformanceError):
-    """A judge that needs an optional extra which is not installed."""
-
-
 class Judge:
     """Base of every judge: ``name``, ``settings()``, and the two batch calls."""
 

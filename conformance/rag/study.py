@@ -101,10 +101,6 @@ def build_candidates(measures: Sequence, sources: dict[str, list], conventions: 
     return out
 
 
-def _label(axes: dict[str, str]) -> str:
-    return ", ".join(f"{a}={v}" for a, v in axes.items()) or "every convention"
-
-
 def _vector_key(values: np.ndarray) -> bytes:
     v = np.where(np.isnan(values), np.nan, np.round(values, 12)) + 0.0  # -0.0 -> 0.0
     return v.tobytes()
