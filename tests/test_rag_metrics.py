@@ -26,10 +26,9 @@ def write_jsonl(path, records):
 
 
 def test_claims_and_tokens():
-    # "Yes." has no content token (yes is not a stopword? it is a content word) -> check both
     assert text.tokens("Uploads abort after 3 failed parts.") == ["uploads", "abort", "3", "failed", "parts"]
     assert text.claims("It is. The bucket holds 3.5 GB. Done!") == ["The bucket holds 3.5 GB.", "Done!"]
-    # "It is." holds only function words: no claim
+    # "It is." holds only function words: no claim; "3.5" has no space after its point
     assert text.contains("They abort after Three failed parts.", "three failed parts")
     assert not text.contains("They abort after threefold failed parts.", "three failed parts")
     assert text.contains("About 12,400 people live there.", "12,400")
