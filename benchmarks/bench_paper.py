@@ -5,7 +5,7 @@ temporary directory unless ``--data`` names one):
 
 - ``single``: one ``conformance.reference.evaluate(qrels, run, [nDCG@10], TREC_EVAL)`` from the
   loaded ``Qrels``/``Run`` (the join into ``Prepared`` included);
-- ``sweep``: ``conformance.paper.Sweep(Prepared(qrels, run), [nDCG@10])``: every combination of
+- ``sweep``: ``conformance.reference.sweep.Sweep(Prepared(qrels, run), [nDCG@10])``: every combination of
   the conventions nDCG@10 reads (gain, discount, ideal, tie rule, score precision, relevance
   threshold and scope, depth, empty queries, query set), the join included.
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from conformance import io as cio
     from conformance.conventions import TREC_EVAL
     from conformance.measures import parse_measures
-    from conformance.paper import BASE, Sweep
+    from conformance.reference.sweep import BASE, Sweep
     from conformance.reference import evaluate
     from conformance.reference.prepare import Prepared
 

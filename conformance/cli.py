@@ -52,8 +52,7 @@ from typing import Any, NoReturn
 import click
 
 from conformance import __version__
-from conformance.conventions import ConventionError, Conventions, format_value
-from conformance.conventions import profile as _profile
+from conformance.conventions import AXES, ConventionError, Conventions, format_value
 from conformance.errors import ConformanceError
 from conformance.measures import Measure, MeasureError, parse_measures
 
@@ -188,8 +187,16 @@ def eval_command(
     ndcg_burges@10 the exponential gain) whatever the profile says; --set changes the profile
     for every measure.
     """
+    _no_blas_threads()  # before anything imports numpy (the profile lookup below does)
     measures = parse_measures(list(metrics) if metrics else DEFAULT_METRICS)
-    base = _profile(profile_name).with_settings(list(settings))
+    from conformance.profiles import computes, profile  # the library entries are read only here
+
+    bases = {m: profile(profile_name, m).with_settings(list(settings)) for m in measures}
+    base = bases[measures[0]]
+    uncovered = [m.text for m in measures if not computes(profile_name, m)]
+    if uncovered and not quiet:
+        click.echo(f"conformance: warning: {profile_name} does not compute {', '.join(uncovered)}; "
+                   f"computed under {profile_name}'s conventions for the measures it has", err=True)
     if example and (qrels_path or run_path):
         _fail("--example evaluates the bundled files; give either --example or --qrels and --run")
     if not example and not (qrels_path and run_path):
@@ -203,7 +210,7 @@ def eval_command(
             files = resources.files("conformance") / "examples"
             qrels_path = str(stack.enter_context(resources.as_file(files / "qrels.txt")))
             run_path = str(stack.enter_context(resources.as_file(files / "run.txt")))
-        result = _evaluate(qrels_path, run_path, measures, base)
+        result = _evaluate(qrels_path, run_path, measures, bases)
 
     global _evaluated
     _evaluated = True  # the output is complete from here on (see ``console``)
@@ -318,7 +325,11 @@ def _one_malloc_arena() -> None:
         pass
 
 
-def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Conventions) -> _Result:
+def _evaluate(qrels_path: str, run_path: str, measures: list[Measure],
+              bases: dict[Measure, Conventions]) -> _Result:
+    """Read both files and evaluate each measure under its own conventions ``bases[m]`` (the
+    profile's for that measure, with --set applied; the measure's name may fix more)."""
+    base = bases[measures[0]]
     _no_blas_threads()
     import pyarrow as pa
 
@@ -354,7 +365,7 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure], base: Con
                 run, prep = settled, Prepared(qrels, settled)
     groups: dict[Conventions, list[Measure]] = {}
     for m in measures:
-        group = groups.setdefault(m.conventions(base), [])
+        group = groups.setdefault(m.conventions(bases[m]), [])
         if m not in group:  # ndcg_cut_10 and nDCG@10 are one measure: computed once
             group.append(m)
     evaluations = {}
@@ -417,12 +428,16 @@ def _json_value(lo: float, hi: float, count: bool, ranged: bool) -> Any:
 
 
 def _json(result: _Result, profile_name: str, base: Conventions, measures: list[Measure], per_query: bool) -> str:
+    # "overrides": per measure, the axes on which its conventions differ from "conventions"
+    # (fixed by its name, or the profile's own for that measure)
+    used = {m: result.evaluations[m].conventions[m] for m in measures}
     doc: dict[str, Any] = {
         "profile": profile_name,
         "conventions": base.to_dict(),
         "overrides": {
-            m.text: {axis: format_value(value) for axis, value in m.overrides}
-            for m in measures if m.overrides
+            m.text: {axis: format_value(getattr(used[m], axis)) for axis in AXES
+                     if axis in dict(m.overrides) or getattr(used[m], axis) != getattr(base, axis)}
+            for m in measures if m.overrides or used[m] != base
         },
         "metrics": {
             m.text: _json_value(*result.mean(m), m.aggregate == "sum", result.ranged(m))
@@ -542,22 +557,12 @@ def input_warnings(qrels, run, conv: Conventions | None, measures: list[Measure]
 
 
 def _select_entries(libs: str):
-    from conformance import libs as L
+    from conformance.profiles import select_entries
 
-    entries = L.all_entries()
-    if libs.strip() == "all":
-        return entries
-    names = [n.strip() for n in libs.split(",") if n.strip()]
-    chosen = []
-    for n in names:
-        matching = [e for e in entries if e.name == n or (":" not in n and e.library == n)]
-        if not matching:
-            try:
-                L.entry(n)
-            except KeyError as exc:
-                raise ConformanceError(f"--libs: {exc.args[0]}") from None
-        chosen.extend(e for e in matching if e not in chosen)
-    return chosen
+    try:
+        return select_entries(libs)
+    except ConventionError as exc:
+        raise ConformanceError(f"--libs: {exc}") from None
 
 
 @main.command("run")

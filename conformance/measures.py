@@ -1,9 +1,22 @@
-"""What a measure is: its family, its cutoff, and the conventions its name fixes.
+"""What a measure is: its family, its cutoff, the conventions its name fixes, and its names.
+
+Each measure family is one :class:`Family` record in :data:`FAMILIES`: what it computes (meaning
+and formula text), how it aggregates over queries, its cutoff rule, whether it is graded, binary
+or a count, whether it is bounded by 1, the axis groups it reads (so the axes it reads are
+derived from the axis records of ``conformance.conventions``), and its spellings in ir_measures,
+trec_eval and ranx syntax (:class:`Name`). Every other table of families (the name parser below,
+the paper sweep's axes, the report, the adapters' name maps) is derived from these records.
 
 A :class:`Measure` says nothing about how it is computed (that is ``conformance.reference`` and
 the library adapters). Names are read in ir_measures syntax (``nDCG@10``, ``P(rel=2)@5``),
 trec_eval syntax (``ndcg_cut_10``, ``P_5``) and ranx syntax (``ndcg_burges@10``, ``map@100-l2``);
 ``Measure.text`` keeps the spelling the user gave so output keys match what was asked for.
+
+This module is one idea at about 750 lines: the records and the reader of the names they
+declare, which cannot be understood apart.
+
+Adding a family: its record below, its formula in ``conformance.reference.formulas`` and its
+tests; an adapter that computes it adds it to the adapter's own support.
 """
 
 from __future__ import annotations
@@ -17,28 +30,259 @@ from conformance.conventions import _close_matches
 from conformance.conventions import AXES as _AXES
 from conformance.conventions import ConventionError as _ConventionError
 from conformance.conventions import Conventions, format_value
+from conformance.errors import ConformanceError
 
-# family -> (meaning, aggregate over queries, takes a cutoff, needs a cutoff)
-FAMILIES: dict[str, tuple[str, str, bool, bool]] = {
-    "nDCG": ("normalised discounted cumulative gain", "mean", True, False),
-    "DCG": ("discounted cumulative gain", "mean", True, False),
-    "P": ("precision", "mean", True, True),
-    "R": ("recall", "mean", True, False),
-    "F1": ("harmonic mean of P@k and R@k", "mean", True, True),
-    "Success": ("1 if a relevant document is in the top k", "mean", True, False),
-    "RR": ("reciprocal rank of the first relevant document", "mean", True, False),
-    "AP": ("average precision", "mean", True, False),
-    "Rprec": ("precision at rank R", "mean", False, False),
-    "T": ("((1 - alpha) n_p - alpha n_n) / K", "mean", True, True),
-    "Fe": ("F1@K with R estimated as the relevant count in the top 2K", "mean", True, True),
-    "NumQ": ("number of queries", "sum", False, False),
-    "NumRet": ("number of retrieved documents", "sum", False, False),
-    "NumRel": ("number of relevant judged documents", "sum", False, False),
-    "NumRelRet": ("number of relevant retrieved documents", "sum", False, False),
+SYNTAXES = ("ir_measures", "trec_eval", "ranx")
+
+# trec_eval's cutoff lists when a cutoff measure is named without parameters (``-m P``).
+TREC_DEFAULT_CUTOFFS = "5,10,15,20,30,100,200,500,1000"
+
+
+@dataclass(frozen=True)
+class Name:
+    """One spelling of a family in one syntax, and what that spelling allows.
+
+    ``syntax``: "ir_measures" (``NAME@k``, ``NAME(key=value,...)``), "trec_eval" (``NAME`` or,
+    with ``cut``, ``NAME_k`` and ``NAME.k,k``; ``gains``: ``NAME.1=3,2=9``) or "ranx"
+    (``NAME@k``, ``NAME-lN``). ``cutoff`` narrows the family's cutoff rule for this spelling
+    ("none", "optional", "required"; default: the family's; a trec_eval ``cut`` name is
+    "required"). ``native``: the library of that syntax computes the family under this name
+    (False for families conformance spells in ir_measures syntax that ir_measures lacks).
+    ``fixed``: axes the spelling itself sets (ranx's ``_burges``: exponential gain). ``alias``:
+    a second spelling that is read but not written. ``bare_error``: why the bare name is refused.
+    ``default_cutoffs``: what trec_eval reads a bare cut name as. ``read``: the parser reads
+    the spelling (False for a library's name whose meaning differs from the family's).
+    """
+
+    text: str
+    syntax: str
+    cut: bool = False
+    gains: bool = False
+    cutoff: str | None = None
+    native: bool = True
+    fixed: tuple[tuple[str, Any], ...] = ()
+    alias: bool = False
+    bare_error: str = ""
+    default_cutoffs: str = ""
+    read: bool = True
+
+    def rule(self, family: "Family") -> str:
+        """The cutoff rule of the library's measure under this name."""
+        if self.cutoff is not None:
+            return self.cutoff
+        if self.cut:
+            return "required"
+        return "none" if self.syntax == "trec_eval" else family.cutoff
+
+
+@dataclass(frozen=True)
+class Family:
+    """One measure family: what it is, never who computes it.
+
+    ``kind``: "graded" (reads gains), "binary" (reads relevant / not relevant) or "count".
+    ``cutoff``: "none" (takes no @k), "optional" or "required". ``aggregate``: "mean" or "sum"
+    over the queries. ``bounded``: every value lies in [0, 1] (a reported number above 1 is then
+    a percentage). ``groups``: the axis groups it reads (``conventions.GROUPS``);
+    ``axes_named``: axes of the group "named" that it reads. ``parameters``: the measure
+    parameters besides the cutoff (T's ``alpha``). ``reach``: how far down each list the
+    family reads: "cutoff" (the top k, the whole list without a cutoff), "twice_cutoff" (the top
+    2k) or "whole" (every document whatever the cutoff).
+    """
+
+    name: str
+    meaning: str
+    formula: str
+    kind: str
+    cutoff: str
+    groups: tuple[str, ...]
+    names: tuple[Name, ...] = ()
+    aggregate: str = "mean"
+    bounded: bool = True
+    axes_named: tuple[str, ...] = ()
+    parameters: tuple[str, ...] = ()
+    reach: str = "cutoff"
+
+    @property
+    def takes_cutoff(self) -> bool:
+        return self.cutoff != "none"
+
+    @property
+    def needs_cutoff(self) -> bool:
+        return self.cutoff == "required"
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Every axis whose value can change this family's values, in axis order."""
+        return tuple(a.name for a in _AXES.values()
+                     if a.group in self.groups or a.name in self.axes_named)
+
+    def name_in(self, syntax: str, cutoff: int | None) -> Name | None:
+        """The native spelling a library of ``syntax`` computes this family under at ``cutoff``
+        (None: the library has no such measure)."""
+        for n in self.names:
+            if n.syntax != syntax or not n.native or n.alias:
+                continue
+            rule = n.rule(self)
+            if (cutoff is None and rule != "required") or (cutoff is not None and rule != "none"):
+                return n
+        return None
+
+
+_GRADED_GROUPS = ("input", "aggregation", "labels", "threshold", "ordering", "depth",
+                  "normalisation", "graded")
+_BINARY_GROUPS = ("input", "aggregation", "labels", "threshold", "ordering", "depth",
+                  "ranked_relevance", "normalisation")
+_EXP = (("gain", "exponential"),)
+
+
+def _trec_bare(name: str, family: str, cutoffs: str = TREC_DEFAULT_CUTOFFS) -> str:
+    return (
+        f"trec_eval's bare {name!r} stands for {family} at its default cutoffs "
+        f"{cutoffs}; name the cutoffs you want, such as {name}.5,10 or {name}_10"
+    )
+
+
+def _ir(text: str, **kw) -> Name:
+    return Name(text, "ir_measures", **kw)
+
+
+def _trec(text: str, **kw) -> Name:
+    return Name(text, "trec_eval", **kw)
+
+
+def _ranx(text: str, **kw) -> Name:
+    return Name(text, "ranx", **kw)
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in [
+        Family(
+            "nDCG", "normalised discounted cumulative gain",
+            "DCG@k / IDCG@k, the ideal DCG of the ideal source sorted by gain, cut at k",
+            kind="graded", cutoff="optional", groups=_GRADED_GROUPS,
+            names=(_ir("nDCG"), _ir("NDCG", alias=True),
+                   _trec("ndcg", gains=True), _trec("ndcg_cut", cut=True),
+                   _ranx("ndcg"), _ranx("ndcg_burges", fixed=_EXP)),
+        ),
+        Family(
+            "DCG", "discounted cumulative gain", "sum over ranks i <= k of gain(i) x discount(i)",
+            kind="graded", cutoff="optional", groups=_GRADED_GROUPS, bounded=False,
+            names=(_ir("DCG", native=False), _ranx("dcg"), _ranx("dcg_burges", fixed=_EXP)),
+        ),
+        Family(
+            "P", "precision", "relevant in the top k / k (or min(k, n) under k_beyond_list=min_k_n)",
+            kind="binary", cutoff="required", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            names=(
+                _ir("P", bare_error="P needs a cutoff, such as P@10; " + _trec_bare("P", "P")),
+                _ir("Precision", alias=True, bare_error="Precision needs a cutoff, such as Precision@10"),
+                _trec("P", cut=True, default_cutoffs=TREC_DEFAULT_CUTOFFS),
+                _ranx("precision", bare_error=(
+                    "ranx's bare 'precision' is precision over the whole list, which has no "
+                    "equivalent here; give a cutoff, such as precision@10")),
+            ),
+        ),
+        Family(
+            "R", "recall", "relevant in the top k / R",
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
+            names=(
+                _ir("R", cutoff="required"), _ir("Recall", alias=True),
+                _trec("recall", cut=True, bare_error=(
+                    "bare 'recall' is ambiguous: ranx reads it as recall over the whole list "
+                    "(write R), trec_eval as recall at 5,10,15,20,30,100,200,500,1000 (write "
+                    "recall.5,10,... or recall_100)")),
+                _ranx("recall"),
+            ),
+        ),
+        Family(
+            "F1", "harmonic mean of P@k and R@k", "2 P@k R@k / (P@k + R@k)",
+            kind="binary", cutoff="required", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            names=(
+                _ir("F1", native=False, bare_error="F1 needs a cutoff, such as F1@10"),
+                _ranx("f1", bare_error=(
+                    "ranx's bare 'f1' is F1 over the whole list, which has no equivalent here; "
+                    "give a cutoff, such as f1@10")),
+            ),
+        ),
+        Family(
+            "Success", "1 if a relevant document is in the top k", "1 if relevant in the top k > 0",
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
+            names=(_ir("Success", cutoff="required"),
+                   _trec("success", cut=True, default_cutoffs="1,5,10"),
+                   _ranx("hit_rate")),
+        ),
+        Family(
+            "RR", "reciprocal rank of the first relevant document",
+            "1 / rank of the first relevant document (0 below rank k under rr_cutoff=honour)",
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS, axes_named=("rr_cutoff",),
+            # trec_eval accepts recip_rank.k and ignores k (rr_cutoff=ignore in its profile)
+            names=(_ir("RR"), _ir("MRR", alias=True), _trec("recip_rank", cutoff="optional"),
+                   _ranx("mrr")),
+        ),
+        Family(
+            "AP", "average precision", "sum of P@i at relevant ranks i <= k / D (ap_denominator)",
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS, axes_named=("ap_denominator",),
+            names=(_ir("AP"), _ir("MAP", alias=True),
+                   _trec("map"), _trec("map_cut", cut=True), _ranx("map")),
+        ),
+        Family(
+            "Rprec", "precision at rank R", "relevant in the top R / R",
+            kind="binary", cutoff="none", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            names=(_ir("Rprec"), _ir("RPrec", alias=True), _trec("Rprec"), _ranx("r-precision")),
+            reach="whole",
+        ),
+        Family(
+            "T", "((1 - alpha) n_p - alpha n_n) / K",
+            "((1 - alpha) relevant - alpha non-relevant in the top K) / K",
+            kind="binary", cutoff="required", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            parameters=("alpha",),
+            names=(_ir("T", native=False, bare_error="T needs alpha and a cutoff, such as T(alpha=0.5)@10"),),
+        ),
+        Family(
+            "Fe", "F1@K with R estimated as the relevant count in the top 2K",
+            "2 n_K / (K + n_2K)",
+            kind="binary", cutoff="required", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            names=(_ir("Fe", native=False, bare_error="Fe needs a cutoff, such as Fe@10"),),
+            reach="twice_cutoff",
+        ),
+        Family(
+            "NumQ", "number of queries", "1 per scored query, summed",
+            kind="count", cutoff="none", groups=("input", "aggregation"), aggregate="sum",
+            bounded=False, names=(_ir("NumQ"), _trec("num_q")), reach="whole",
+        ),
+        Family(
+            "NumRet", "number of retrieved documents", "documents retrieved (after depth), summed",
+            kind="count", cutoff="none", groups=("input", "aggregation", "depth"), aggregate="sum",
+            bounded=False, names=(_ir("NumRet"), _trec("num_ret")), reach="whole",
+        ),
+        Family(
+            "NumRel", "number of relevant judged documents",
+            "judged documents with label >= L, summed",
+            kind="count", cutoff="none", groups=("input", "aggregation", "labels", "threshold"),
+            aggregate="sum", bounded=False, names=(_ir("NumRel"), _trec("num_rel")), reach="whole",
+        ),
+        Family(
+            "NumRelRet", "number of relevant retrieved documents",
+            "retrieved documents with label >= L (after depth), summed",
+            kind="count", cutoff="none",
+            groups=("input", "aggregation", "labels", "threshold", "ordering", "depth",
+                    "ranked_relevance"),
+            aggregate="sum", bounded=False,
+            # ranx's per-query 'hits' is this count, but its mean is not this sum: the name is
+            # the adapter's, never read as NumRelRet
+            names=(_ir("NumRelRet"), _trec("num_rel_ret"), _ranx("hits", read=False)),
+            reach="whole",
+        ),
+    ]
 }
 
 
-class MeasureError(ValueError):
+def families_reading(axis: str) -> tuple[str, ...]:
+    """The families whose values ``axis`` can change (from the records)."""
+    return tuple(f.name for f in FAMILIES.values() if axis in f.axes)
+
+
+class MeasureError(ConformanceError, ValueError):
     """A metric name that cannot be read."""
 
 
@@ -67,7 +311,12 @@ class Measure:
 
     @property
     def aggregate(self) -> str:
-        return FAMILIES[self.family][1]
+        return FAMILIES[self.family].aggregate
+
+    @property
+    def record(self) -> Family:
+        """The family's record."""
+        return FAMILIES[self.family]
 
     @property
     def canonical(self) -> str:
@@ -91,28 +340,20 @@ class Measure:
         return self.text
 
 
+
 # --------------------------------------------------------------------------------------------
 # Reading measure names
 # --------------------------------------------------------------------------------------------
 
-# Families whose value depends on which documents count as relevant (label >= threshold): the
-# ones that accept ir_measures' ``rel=`` and where ranx's ``-lN`` needs no second axis.
-_BINARY = {"P", "R", "F1", "Success", "RR", "AP", "Rprec", "T", "Fe", "NumRel", "NumRelRet"}
-_GRADED = {"nDCG", "DCG"}
-
-# trec_eval's cutoff lists when a cutoff measure is named without parameters (``-m P``).
-_TREC_DEFAULT_CUTOFFS = {
-    "P": "5,10,15,20,30,100,200,500,1000",
-    "recall": "5,10,15,20,30,100,200,500,1000",
-    "ndcg_cut": "5,10,15,20,30,100,200,500,1000",
-    "map_cut": "5,10,15,20,30,100,200,500,1000",
-    "success": "1,5,10",
-}
+# Families that accept ir_measures' ``rel=`` (and where ranx's ``-lN`` needs no second axis):
+# every family whose relevant documents depend on the threshold, graded ones excepted.
+_REL_FAMILIES = {f.name for f in FAMILIES.values() if "threshold" in f.groups and f.kind != "graded"}
 
 
 @dataclass(frozen=True)
 class _Name:
-    """How one spelling may be used.
+    """How one spelling may be used, merged over the syntaxes that share it (derived from the
+    :class:`Name` records).
 
     at: ``NAME@k``; params: ``NAME(key=value,...)``; under: trec_eval ``NAME_k``; dot: trec_eval
     ``NAME.params``, either "cutoffs" (``P.5,10``) or "gains" (``ndcg.1=3,2=9``); level: ranx's
@@ -131,78 +372,45 @@ class _Name:
     fixed: tuple[tuple[str, Any], ...] = ()
 
 
-def _trec_bare(name: str, family: str) -> str:
-    return (
-        f"trec_eval's bare {name!r} stands for {family} at its default cutoffs "
-        f"{_TREC_DEFAULT_CUTOFFS[name]}; name the cutoffs you want, such as {name}.5,10 or "
-        f"{name}_10"
-    )
+def _spec(f: Family, n: Name) -> _Name:
+    if n.syntax == "ir_measures":
+        flags = {"at": f.takes_cutoff, "params": True}
+    elif n.syntax == "ranx":
+        flags = {"at": f.takes_cutoff, "level": True}
+    elif n.cut:
+        flags = {"under": True, "dot": "cutoffs"}
+    else:
+        flags = {"dot": "gains"} if n.gains else {}
+    bare_error = n.bare_error
+    if n.cut and not bare_error:
+        bare_error = _trec_bare(n.text, f.name, n.default_cutoffs or TREC_DEFAULT_CUTOFFS)
+    bare = not (f.needs_cutoff or n.cut or n.bare_error)
+    return _Name(f.name, bare=bare, bare_error=bare_error, fixed=n.fixed, **flags)
 
 
-_EXP = (("gain", "exponential"),)
+def _merge(a: _Name, b: _Name, text: str) -> _Name:
+    if a.family != b.family or a.fixed != b.fixed:
+        raise AssertionError(f"spelling {text!r} names two different measures")
+    return _Name(a.family, a.at or b.at, a.params or b.params, a.under or b.under,
+                 a.dot or b.dot, a.level or b.level, a.bare and b.bare,
+                 a.bare_error or b.bare_error, a.fixed)
 
-# Every spelling we read. ir_measures names are case-sensitive CamelCase (with its aliases NDCG,
-# MAP, MRR, Precision, Recall, RPrec); trec_eval and ranx names are lower case (but P, Rprec).
-_NAMES: dict[str, _Name] = {
-    # ir_measures (plus DCG, F1, T and Fe, which it does not have, in the same syntax)
-    "nDCG": _Name("nDCG", at=True, params=True),
-    "NDCG": _Name("nDCG", at=True, params=True),
-    "DCG": _Name("DCG", at=True, params=True),
-    "P": _Name(
-        "P", at=True, params=True, under=True, dot="cutoffs", bare=False,
-        bare_error="P needs a cutoff, such as P@10; " + _trec_bare("P", "P"),
-    ),
-    "Precision": _Name("P", at=True, params=True, bare=False, bare_error="Precision needs a cutoff, such as Precision@10"),
-    "R": _Name("R", at=True, params=True),
-    "Recall": _Name("R", at=True, params=True),
-    "F1": _Name("F1", at=True, params=True, bare=False, bare_error="F1 needs a cutoff, such as F1@10"),
-    "Success": _Name("Success", at=True, params=True),
-    "RR": _Name("RR", at=True, params=True),
-    "MRR": _Name("RR", at=True, params=True),
-    "AP": _Name("AP", at=True, params=True),
-    "MAP": _Name("AP", at=True, params=True),
-    "Rprec": _Name("Rprec", params=True),
-    "RPrec": _Name("Rprec", params=True),
-    "T": _Name("T", at=True, params=True, bare=False, bare_error="T needs alpha and a cutoff, such as T(alpha=0.5)@10"),
-    "Fe": _Name("Fe", at=True, params=True, bare=False, bare_error="Fe needs a cutoff, such as Fe@10"),
-    "NumQ": _Name("NumQ", params=True),
-    "NumRet": _Name("NumRet", params=True),
-    "NumRel": _Name("NumRel", params=True),
-    "NumRelRet": _Name("NumRelRet", params=True),
-    # trec_eval (P and Rprec above)
-    "ndcg": _Name("nDCG", at=True, dot="gains", level=True),  # also ranx
-    "ndcg_cut": _Name("nDCG", under=True, dot="cutoffs", bare=False, bare_error=_trec_bare("ndcg_cut", "nDCG")),
-    "map": _Name("AP", at=True, level=True),  # also ranx
-    "map_cut": _Name("AP", under=True, dot="cutoffs", bare=False, bare_error=_trec_bare("map_cut", "AP")),
-    "recip_rank": _Name("RR"),
-    "recall": _Name(  # also ranx
-        "R", at=True, under=True, dot="cutoffs", level=True, bare=False,
-        bare_error=(
-            "bare 'recall' is ambiguous: ranx reads it as recall over the whole list (write R), "
-            "trec_eval as recall at 5,10,15,20,30,100,200,500,1000 (write recall.5,10,... or recall_100)"
-        ),
-    ),
-    "success": _Name("Success", under=True, dot="cutoffs", bare=False, bare_error=_trec_bare("success", "Success")),
-    "num_q": _Name("NumQ"),
-    "num_ret": _Name("NumRet"),
-    "num_rel": _Name("NumRel"),
-    "num_rel_ret": _Name("NumRelRet"),
-    # ranx (ndcg, map and recall above)
-    "ndcg_burges": _Name("nDCG", at=True, level=True, fixed=_EXP),
-    "dcg": _Name("DCG", at=True, level=True),
-    "dcg_burges": _Name("DCG", at=True, level=True, fixed=_EXP),
-    "mrr": _Name("RR", at=True, level=True),
-    "precision": _Name(
-        "P", at=True, level=True, bare=False,
-        bare_error="ranx's bare 'precision' is precision over the whole list, which has no equivalent here; give a cutoff, such as precision@10",
-    ),
-    "hit_rate": _Name("Success", at=True, level=True),
-    "f1": _Name(
-        "F1", at=True, level=True, bare=False,
-        bare_error="ranx's bare 'f1' is F1 over the whole list, which has no equivalent here; give a cutoff, such as f1@10",
-    ),
-    "r-precision": _Name("Rprec", level=True),
-}
+
+def _spellings() -> dict[str, _Name]:
+    """Every spelling the parser reads, in syntax order (ir_measures, trec_eval, ranx) and
+    family order within a syntax; a spelling two syntaxes share is merged."""
+    out: dict[str, _Name] = {}
+    for syntax in SYNTAXES:
+        for f in FAMILIES.values():
+            for n in f.names:
+                if n.syntax != syntax or not n.read:
+                    continue
+                spec = _spec(f, n)
+                out[n.text] = _merge(out[n.text], spec, n.text) if n.text in out else spec
+    return out
+
+
+_NAMES: dict[str, _Name] = _spellings()
 
 # Names the libraries know and we do not compute: a specific message instead of "unknown".
 _UNSUPPORTED: dict[str, str] = {
@@ -393,21 +601,21 @@ class _Builder:
         if key == "rel":
             if fam == "NumRet":  # ir_measures: NumRelRet is NumRet(rel=1)
                 self.family = fam = "NumRelRet"
-            if fam not in _BINARY:
+            if fam not in _REL_FAMILIES:
                 raise MeasureError(
                     f"measure {m!r}: rel= applies to binary measures; for {fam} write "
                     "relevance_threshold=N,threshold_scope=graded to drop lower labels from the gains"
                 )
             self.override("relevance_threshold", self._axis("relevance_threshold", value), "rel=")
         elif key == "dcg":
-            if fam not in _GRADED:
+            if FAMILIES[fam].kind != "graded":
                 raise MeasureError(f"measure {m!r}: dcg= applies to nDCG and DCG only")
             if value == "exp-log2":
                 self.override("gain", "exponential", "dcg='exp-log2'")
             elif value != "log2":
                 raise MeasureError(f"measure {m!r}: dcg={value!r}: expected 'log2' or 'exp-log2'")
         elif key == "gains":
-            if fam not in _GRADED:
+            if FAMILIES[fam].kind != "graded":
                 raise MeasureError(f"measure {m!r}: gains= applies to nDCG and DCG only")
             self.override("gain", _gains_dict(value, m), "gains=")
         elif key == "alpha":
@@ -445,7 +653,7 @@ class _Builder:
 
     def build(self, spec: _Name, text: str) -> Measure:
         fam, m = self.family, self.measure
-        takes, needs = FAMILIES[fam][2], FAMILIES[fam][3]
+        takes, needs = FAMILIES[fam].takes_cutoff, FAMILIES[fam].needs_cutoff
         if self.cutoff is not None and not takes:
             raise MeasureError(f"measure {m!r}: {fam} takes no cutoff")
         if self.cutoff is None and needs:
@@ -496,7 +704,7 @@ def _parse_one(text: str) -> list[Measure]:
             fam = _NAMES[base].family
             raise MeasureError(
                 f"measure {measure!r}: {base} takes no _k cutoff; "
-                + (f"write {base if _NAMES[base].at else fam}@{mu.group(2)}" if FAMILIES[fam][2] else f"{fam} has no cutoff")
+                + (f"write {base if _NAMES[base].at else fam}@{mu.group(2)}" if FAMILIES[fam].takes_cutoff else f"{fam} has no cutoff")
             )
         else:
             raise _unknown(head, measure)
@@ -542,7 +750,7 @@ def _parse_one(text: str) -> list[Measure]:
         if under_k is not None:
             raise MeasureError(f"measure {measure!r}: cutoff given twice")
         if not spec.at:
-            takes = FAMILIES[spec.family][2]
+            takes = FAMILIES[spec.family].takes_cutoff
             if not takes:
                 raise MeasureError(f"measure {measure!r}: {spec.family} takes no cutoff")
             k = rest[1:].strip()
@@ -562,7 +770,7 @@ def _parse_one(text: str) -> list[Measure]:
                 "(such as ndcg@10-l2); elsewhere write rel=N, such as P(rel=2)@5"
             )
         b.override("relevance_threshold", b._axis("relevance_threshold", str(level)), "-l")
-        if spec.family in _GRADED:
+        if FAMILIES[spec.family].kind == "graded":
             # ranx's -lN removes judgments below N before computing gains and the ideal too.
             b.override("threshold_scope", "graded", "-l")
     if not spec.bare and b.cutoff is None:

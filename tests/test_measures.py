@@ -416,7 +416,7 @@ _AXIS_VALUES = {
 @st.composite
 def measures(draw):
     family = draw(st.sampled_from(sorted(FAMILIES)))
-    _, _, takes, needs = FAMILIES[family]
+    takes, needs = FAMILIES[family].takes_cutoff, FAMILIES[family].needs_cutoff
     cutoff = None
     if needs or (takes and draw(st.booleans())):
         cutoff = draw(st.integers(min_value=1, max_value=10**12))

@@ -108,7 +108,8 @@ def _id(entry):
 def test_main_case_covers_every_family_with_and_without_cutoffs():
     families = {m.family for m, _, _ in MAIN_EXPECTED}
     assert families == set(FAMILIES)
-    for fam, (_, _, takes, needs) in FAMILIES.items():
+    for fam, record in FAMILIES.items():
+        takes, needs = record.takes_cutoff, record.needs_cutoff
         forms = {m.cutoff is None for m, _, _ in MAIN_EXPECTED if m.family == fam}
         if takes:
             assert False in forms, f"{fam} has no example with a cutoff"
@@ -369,7 +370,7 @@ def test_no_scored_query_gives_empty_per_query_arrays(family):
     # query_set=run nothing is scored; a mean is NaN (no query counts), a sum is 0
     qrels = [("q1", "a", 1)]
     run = [("q2", "b", 1.0)]
-    m = Measure(family, 2 if FAMILIES[family][3] else None, (), 0.5 if family == "T" else None)
+    m = Measure(family, 2 if FAMILIES[family].needs_cutoff else None, (), 0.5 if family == "T" else None)
     ev = evaluate_rows(qrels, run, [m])
     assert ev.qids.tolist() == []
     assert ev.per_query[m].shape == (0,)

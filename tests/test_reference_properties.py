@@ -119,7 +119,7 @@ def measure(family, k=None, alpha=0.3):
 
 
 def measures_for(family, ks=(1, 2, 3, 5, 8)):
-    takes, needs = FAMILIES[family][2], FAMILIES[family][3]
+    takes, needs = FAMILIES[family].takes_cutoff, FAMILIES[family].needs_cutoff
     out = [measure(family, k) for k in ks] if takes else []
     if not needs:
         out.append(measure(family))

@@ -631,11 +631,10 @@ def run_jobs(page, jobs: list[dict]) -> list:
 def test_paper_page_in_the_browser(browser, tmp_path):
     """The check-paper page (every entry, judged by its declared profile: --no-live): its
     verdict and tables are there, and its explorer shows every entry's reference values."""
-    paper = pytest.importorskip("conformance.paper",
-                                reason="conformance.paper (check-paper) is not on this branch yet")
     from importlib import resources
 
     from conformance import io as cio
+    from conformance import paper
 
     base = resources.files("conformance").joinpath("examples")
     qrels = cio.load_qrels(str(base.joinpath("qrels.txt")))

@@ -6,9 +6,6 @@ their printed intervals are the question itself; the libraries' values come from
 (``PaperResult.entries``); which gains reproduce the value is known by hand from the example
 (its README: nDCG@10 is 0.6380 under trec_eval's linear gain and judged ideal). The page in a
 browser is tests/test_report_browser.py::test_paper_page_in_the_browser.
-
-``conformance.paper`` is built on another branch: until it is merged these tests are skipped
-(importorskip names it); once merged they run.
 """
 
 from __future__ import annotations
@@ -20,11 +17,10 @@ from importlib import resources
 
 import pytest
 
-paper = pytest.importorskip("conformance.paper", reason="conformance.paper (check-paper) is not on this branch yet")
-
-from conformance import io as cio  # noqa: E402
-from conformance.libs import all_entries  # noqa: E402
-from conformance.report import html as report_html  # noqa: E402
+from conformance import io as cio
+from conformance import paper
+from conformance.libs import all_entries
+from conformance.report import html as report_html
 
 ENTRIES = ["trec_eval", "lightgbm", "sklearn"]
 REPORTED = ["nDCG@10=0.6380", "AP=54.08"]

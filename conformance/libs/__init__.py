@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import importlib
 
-from conformance.conventions import Conventions
 from conformance.libs.base import Entry, LibraryValues
 
 # Modules holding entries; each defines ENTRIES: list[Entry]. Importing one must not import
@@ -39,11 +38,4 @@ def entry(name: str) -> Entry:
     raise KeyError(f"unknown library entry {name!r}{hint}")
 
 
-def default_profile(name: str) -> Conventions | None:
-    try:
-        return entry(name).default_profile()
-    except KeyError:
-        return None
-
-
-__all__ = ["Entry", "LibraryValues", "all_entries", "entry", "default_profile"]
+__all__ = ["Entry", "LibraryValues", "all_entries", "entry"]

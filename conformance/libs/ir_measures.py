@@ -110,8 +110,6 @@ PROFILES = {
 # Tolerance by provider: gdeval prints %.5f, so its values carry up to 5e-6 of rounding.
 PRINTED_DECIMALS = {"gdeval": 5}
 
-_NEEDS_CUTOFF = {"P", "R", "Success"}
-_NO_CUTOFF = {"Rprec", "NumQ", "NumRet", "NumRel", "NumRelRet"}
 _WITH_REL = {"P", "AP", "RR", "Success", "Rprec", "NumRelRet"}
 
 
@@ -127,7 +125,8 @@ def measure_text(m: Measure) -> str | None:
     gain = overrides.pop("gain", None)
     if overrides or m.alpha is not None:
         return None  # no other axis is a parameter of an ir_measures measure
-    if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+    name = m.record.name_in("ir_measures", k)  # the family records' ir_measures spelling
+    if name is None:
         return None
     params: list[str] = []
     if rel is not None:
@@ -144,15 +143,13 @@ def measure_text(m: Measure) -> str | None:
             if not all(math.isfinite(lab) and lab.is_integer() for lab in table):
                 return None  # qrels labels are ints: a fractional key could never match
             params.append("gains={" + ",".join(f"{_num(a)}:{_num(b)}" for a, b in table.items()) + "}")
-    names = {"nDCG": "nDCG", "AP": "AP", "RR": "RR", "P": "P", "R": "R", "Success": "Success",
-             "Rprec": "Rprec", "NumQ": "NumQ", "NumRet": "NumRet", "NumRel": "NumRel",
-             "NumRelRet": "NumRet"}
-    if f not in names:
-        return None
-    if f == "NumRelRet" and rel is None:
-        params.append("rel=1")
-    name = names[f] + (f"({','.join(params)})" if params else "")
-    return name + (f"@{k}" if k is not None else "")
+    text = name.text
+    if f == "NumRelRet":  # ir_measures computes it as NumRet(rel=L)
+        text = "NumRet"
+        if rel is None:
+            params.append("rel=1")
+    text += f"({','.join(params)})" if params else ""
+    return text + (f"@{k}" if k is not None else "")
 
 
 def declared_provider(m: Measure) -> str | None:

@@ -65,17 +65,17 @@ from conformance.measures import Measure
 # threshold_scope) keep the vocabulary defaults.
 PROFILE = Conventions(
     gain="exponential",  # DCGCalculator::DefaultLabelGain: label_gain[i] = (1 << i) - 1, i < 31
-    discount="log2",  # DCGCalculator::Init: discount_[i] = 1.0 / std::log2(2.0 + i)
+    # discount=log2 (the default): DCGCalculator::Init: discount_[i] = 1.0 / std::log2(2.0 + i)
     ideal="retrieved",  # NDCGMetric::Init: CalMaxDCG over the group's own labels
     empty_query="one",  # NDCGMetric::Eval: inverse_max_dcgs_[i][0] <= 0 -> result += 1
     ties="input_order",  # DCGCalculator::CalDCG: std::stable_sort by score descending
     negative_labels="raise",  # DCGCalculator::CheckLabel: Log::Fatal "Label should be non-negative"
     label_type="raise",  # DCGCalculator::CheckLabel: Log::Fatal "label should be int type"
-    query_set="run",  # the adapter's translation (_listwise): queries in both run and qrels
-    depth=None,  # the whole group is scored
-    score_precision="float64",  # init_score and the metric's scores are double
-    rank_source="score",
-    duplicates="error",  # a validated Run holds each (query, doc) once
+    # query_set=run (the default): the adapter's translation (_listwise): queries in both run and qrels
+    # depth=none (the default): the whole group is scored
+    # score_precision=float64 (the default): init_score and the metric's scores are double
+    # rank_source=score (the default)
+    # duplicates=error (the default): a validated Run holds each (query, doc) once
 )
 LINEAR_PROFILE = PROFILE.replace(
     gain="linear",  # label_gain=[0, 1, ..., 30]: gain = label for every label LightGBM accepts

@@ -90,43 +90,45 @@ from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 
 PROFILE = Conventions(
-    gain="linear",  # metrics/ndcg.py _dcg(jarvelin=True): weighted_hit_list / log2(i + 1)
-    discount="log2",  # metrics/ndcg.py: np.log2(np.arange(1, k + 1) + 1)
-    ideal="judged",  # metrics/ndcg.py _idcg: _dcg(qrels, qrels, ...) over every judged doc
-    k_beyond_list="k",  # metrics/precision.py _precision: _hits(...) / k
-    ap_denominator="relevant",  # metrics/average_precision.py: sum / qrels.shape[0] (R)
-    empty_query="zero",  # every metric: `if len(qrels) == 0: return 0.0` after clean_qrels
+    # gain=linear (the default): metrics/ndcg.py _dcg(jarvelin=True): weighted_hit_list / log2(i + 1)
+    # discount=log2 (the default): metrics/ndcg.py: np.log2(np.arange(1, k + 1) + 1)
+    # ideal=judged (the default): metrics/ndcg.py _idcg: _dcg(qrels, qrels, ...) over every judged doc
+    # k_beyond_list=k (the default): metrics/precision.py _precision: _hits(...) / k
+    # ap_denominator=relevant (the default): metrics/average_precision.py: sum / qrels.shape[0] (R)
+    # empty_query=zero (the default): every metric: `if len(qrels) == 0: return 0.0` after clean_qrels
     ties="unspecified",  # numba quicksort in data_structures/common.py sort_dict_by_value (live)
-    relevance_threshold=1,  # extract_metric_and_params: rel_lvl = 1 unless -lN
+    # relevance_threshold=1 (the default): extract_metric_and_params: rel_lvl = 1 unless -lN
     threshold_scope="graded",  # metrics/common.py clean_qrels drops labels < L from gains too
-    negative_labels="unjudged",  # clean_qrels: labels < L (L >= 1) are dropped
+    # negative_labels=unjudged (the default): clean_qrels: labels < L (L >= 1) are dropped
     label_type="int_truncate",  # data_structures/qrels.py add_multi: map(int, x) (towards zero)
     query_set="raise",  # meta/evaluate.py check_keys: AssertionError unless the sets match
-    depth=None,  # the whole list is scored
-    score_precision="float64",  # data_structures/run.py: np.array(x, dtype=float)
-    rr_cutoff="honour",  # metrics/reciprocal_rank.py: for i in range(k)
-    rank_source="score",  # a Run holds scores only
+    # depth=none (the default): the whole list is scored
+    # score_precision=float64 (the default): data_structures/run.py: np.array(x, dtype=float)
+    # rr_cutoff=honour (the default): metrics/reciprocal_rank.py: for i in range(k)
+    # rank_source=score (the default): a Run holds scores only
     duplicates="last",  # a dict (and ranx's file readers) keep the last listing
 )
 MAKE_COMPARABLE_PROFILE = PROFILE.replace(
     query_set="qrels",  # Run.make_comparable: empty results for missing qrels queries (score 0)
 )
 
-_NAMES = {
-    "nDCG": "ndcg", "DCG": "dcg", "AP": "map", "RR": "mrr", "P": "precision", "F1": "f1",
-    "R": "recall", "Success": "hit_rate", "Rprec": "r-precision", "NumRelRet": "hits",
-}
-_NEEDS_CUTOFF = {"P", "F1"}
-_NO_CUTOFF = {"Rprec", "NumRelRet"}
-_GRADED = {"nDCG", "DCG"}
+def _name(m: Measure, conv: Conventions) -> str | None:
+    """ranx's name of ``m``'s family (the family records' ranx spelling at ``m``'s cutoff);
+    under exponential gain, the spelling that fixes it (``ndcg_burges``); None: ranx has none."""
+    f = m.record
+    name = f.name_in("ranx", m.cutoff)
+    if name is None:
+        return None
+    if f.kind == "graded" and conv.gain == "exponential":
+        burges = [n for n in f.names if n.syntax == "ranx" and ("gain", "exponential") in n.fixed]
+        return burges[0].text if burges else None
+    return name.text
 
 
 def metric_string(m: Measure, profile: Conventions = PROFILE) -> str:
     """The ranx metric for ``m``: ``ndcg_burges@10-l2``."""
     conv = m.conventions(profile)
-    name = _NAMES[m.family]
-    if m.family in _GRADED and conv.gain == "exponential":
-        name += "_burges"
+    name = _name(m, conv)
     if m.cutoff is not None:
         name += f"@{m.cutoff}"
     if conv.relevance_threshold != 1:
@@ -147,14 +149,13 @@ class RanxEntry(Entry):
         self._profile = profile
 
     def supports(self, measure: Measure) -> bool:
-        f, k = measure.family, measure.cutoff
-        if f not in _NAMES or measure.alpha is not None:
-            return False
-        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+        if measure.alpha is not None:
             return False
         conv = measure.conventions(self._profile)
+        if _name(measure, conv) is None:
+            return False
         extra = set(conv.differing_axes(self._profile)) - {"relevance_threshold"}
-        if f in _GRADED and conv.gain == "exponential":
+        if measure.record.kind == "graded" and conv.gain == "exponential":
             extra.discard("gain")
         return not extra and conv.relevance_threshold >= 1
 

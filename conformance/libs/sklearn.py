@@ -51,21 +51,21 @@ from conformance.measures import Measure
 # Axes no nDCG/DCG value depends on (ap_denominator, k_beyond_list, rr_cutoff,
 # relevance_threshold, threshold_scope) keep the vocabulary defaults.
 NDCG_PROFILE = Conventions(
-    gain="linear",  # _dcg_sample_scores: discount.dot(y_true ranked): gain = label
-    discount="log2",  # _dcg_sample_scores: 1 / (log(arange(n) + 2) / log(2))
+    # gain=linear (the default): _dcg_sample_scores: discount.dot(y_true ranked): gain = label
+    # discount=log2 (the default): _dcg_sample_scores: 1 / (log(arange(n) + 2) / log(2))
     ideal="retrieved",  # _ndcg_sample_scores: normalizing_gain = _dcg_sample_scores(y_true, y_true)
-    empty_query="zero",  # _ndcg_sample_scores: gain[all_irrelevant] = 0; np.average keeps the row
+    # empty_query=zero (the default): _ndcg_sample_scores: gain[all_irrelevant] = 0; np.average keeps the row
     ties="average",  # _tie_averaged_dcg (ignore_ties=False, the default)
     negative_labels="raise",  # ndcg_score: `if y_true.min() < 0: raise ValueError`
-    label_type="float",  # live: y_true [[0.5, 1.5]] is 'continuous-multioutput', scored as is
-    query_set="run",  # the adapter's translation (_listwise): queries in both run and qrels
-    depth=None,  # the whole row is scored
-    score_precision="float64",  # check_array keeps float64; ties are exact float64 equality
-    rank_source="score",  # only y_score orders the row
+    # label_type=float (the default): live: y_true [[0.5, 1.5]] is 'continuous-multioutput', scored as is
+    # query_set=run (the default): the adapter's translation (_listwise): queries in both run and qrels
+    # depth=none (the default): the whole row is scored
+    # score_precision=float64 (the default): check_array keeps float64; ties are exact float64 equality
+    # rank_source=score (the default): only y_score orders the row
     # live: ndcg_score refuses a one-column row ("only meaningful when there is more than 1
     # document"), dcg_score too ("Only ... formats are supported. Got binary instead")
     single_document="raise",
-    duplicates="error",  # a validated Run holds each (query, doc) once
+    # duplicates=error (the default): a validated Run holds each (query, doc) once
 )
 DCG_PROFILE = NDCG_PROFILE.replace(
     negative_labels="keep",  # dcg_score: no sign check; live: y_true [[-1, 2]] tied gives 0.81546

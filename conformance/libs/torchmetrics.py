@@ -82,24 +82,24 @@ from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 
 PROFILE = Conventions(
-    gain="linear",  # ndcg.py _dcg_sample_scores: discount * target (nDCG only; others binary)
-    discount="log2",  # ndcg.py: 1.0 / log2(arange(n) + 2.0)
+    # gain=linear (the default): ndcg.py _dcg_sample_scores: discount * target (nDCG only; others binary)
+    # discount=log2 (the default): ndcg.py: 1.0 / log2(arange(n) + 2.0)
     ideal="retrieved",  # ndcg.py: _dcg_sample_scores(target, target, ...): the list's labels;
     # precision/recall/r_precision: R = target.sum(), the list's relevant documents
-    k_beyond_list="k",  # precision.py: relevant / top_k, top_k kept unless adaptive_k
+    # k_beyond_list=k (the default): precision.py: relevant / top_k, top_k kept unless adaptive_k
     ap_denominator="retrieved_relevant",  # average_precision.py: mean over relevant in the top k
-    empty_query="zero",  # base.py compute: empty_target_action='neg' -> tensor(0.0), counted
+    # empty_query=zero (the default): base.py compute: empty_target_action='neg' -> tensor(0.0), counted
     ties="unspecified",  # topk / argsort (live: neither stable nor by id); nDCG: see below
-    relevance_threshold=1,  # the adapter's target = label >= 1 for the binary metrics
-    threshold_scope="binary",  # nDCG gets the raw labels whatever the threshold
+    # relevance_threshold=1 (the default): the adapter's target = label >= 1 for the binary metrics
+    # threshold_scope=binary (the default): nDCG gets the raw labels whatever the threshold
     negative_labels="keep",  # nDCG: target used as it is (negative gain, in the ideal, live);
     # binary metrics: label >= L is False for them, as for any label below L
-    label_type="float",  # nDCG: a float target stays float32 (live: 0.5, 1.5 used as is)
-    query_set="run",  # the adapter's translation (_listwise): queries in both run and qrels
-    depth=None,  # the whole list is given
+    # label_type=float (the default): nDCG: a float target stays float32 (live: 0.5, 1.5 used as is)
+    # query_set=run (the default): the adapter's translation (_listwise): queries in both run and qrels
+    # depth=none (the default): the whole list is given
     score_precision="float32",  # checks.py: preds.float()
-    rr_cutoff="honour",  # reciprocal_rank.py: target[preds.topk(min(top_k, n))]
-    rank_source="score",
+    # rr_cutoff=honour (the default): reciprocal_rank.py: target[preds.topk(min(top_k, n))]
+    # rank_source=score (the default)
     duplicates="keep",  # the adapter passes every run line: torchmetrics sees scores, not docids
 )
 NDCG_PROFILE = PROFILE.replace(
@@ -128,8 +128,6 @@ _CLASSES = {
     "Success": "RetrievalHitRate",
     "Rprec": "RetrievalRPrecision",
 }
-_NEEDS_CUTOFF = {"P"}
-_NO_CUTOFF = {"Rprec"}
 
 
 class TorchmetricsEntry(Entry):
@@ -156,10 +154,8 @@ class TorchmetricsEntry(Entry):
         return conv
 
     def supports(self, measure: Measure) -> bool:
-        f, k = measure.family, measure.cutoff
+        f = measure.family  # every family's own cutoff rule is torchmetrics' (P needs k)
         if f not in self.families or measure.alpha is not None:
-            return False
-        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
             return False
         base = self._base_profile(f)
         conv = measure.conventions(base)

@@ -88,58 +88,40 @@ import warnings
 
 import numpy as np
 
-from conformance.conventions import Conventions
+from conformance.conventions import TREC_EVAL, Conventions
 from conformance.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 
-PROFILE = Conventions(
-    gain="linear",  # m_ndcg.c / m_ndcg_cut.c: gain = the label (no gain parameters given)
-    discount="log2",  # m_ndcg.c: gain / log2(rank + 1)
-    ideal="judged",  # every qrels document with a positive label, retrieved or not (live: 0.4200)
-    k_beyond_list="k",  # m_P.c: relevant in top k / k, even when fewer were retrieved
-    ap_denominator="relevant",  # m_map.c, m_map_cut.c: divided by num_rel
-    empty_query="zero",  # every measure is 0 when num_rel = 0, and the query is averaged in
-    ties="docid_desc",  # form_res_rels.c comp_sim_docno: score desc, then strcmp(docno) desc
-    relevance_threshold=1,  # relevance_level defaults to 1
-    threshold_scope="binary",  # live: relevance_level leaves ndcg / ndcg_cut unchanged
-    negative_labels="unjudged",  # form_res_rels.c: label < 0 -> "in pool, not judged" (live)
+# The binding is trec_eval 9's C code, so its profile is the trec_eval command line's
+# (conventions.TREC_EVAL: every value there is seen in this code, and confirmed live by the tests)
+# except where the binding differs: labels arrive as Python objects, not text read with atol.
+# What the other axes rest on: gain = the label (m_ndcg.c, no gain parameters given); discount
+# gain / log2(rank + 1) (m_ndcg.c); ideal of every qrels document with a positive label,
+# retrieved or not (live: 0.4200); P divides by k even when fewer were retrieved (m_P.c); map and
+# map_cut divide by num_rel; every measure is 0 when num_rel = 0, and the query is averaged in;
+# ties by score desc, then strcmp(docno) desc (form_res_rels.c comp_sim_docno); relevance_level
+# 1, leaving ndcg / ndcg_cut alone (live); a label < 0 is "in pool, not judged" (live); only
+# queries in both run and qrels come back (live); no -M; scores stored as C float (live: 1 and
+# 1+1e-9 tie); recip_rank.k accepted and ignored (m_recip_rank.c; live: recip_rank.1 gives 0.5);
+# pytrec_eval.parse_run: `assert object_id not in run[query_id]` for a repeated docid.
+PROFILE = TREC_EVAL.replace(
     label_type="raise",  # pytrec_eval.cpp: TypeError "Expected relevance to be integer." (live)
-    query_set="run",  # live: evaluate() returns only queries in both run and qrels
-    depth=None,  # the binding sets no -M: the whole list is scored
-    score_precision="float32",  # trec_eval 9 stores scores as C float (live: 1 vs 1+1e-9 tie)
-    rr_cutoff="ignore",  # m_recip_rank.c has no cutoff; live: recip_rank.1 gives 0.5
-    rank_source="score",  # dict input has no rank
-    duplicates="error",  # pytrec_eval.parse_run: `assert object_id not in run[query_id]`
 )
-# It differs from the trec_eval command line's (conventions.TREC_EVAL) only where the binding
-# does: labels arrive as Python objects, not text read with atol (the tests check this).
 
 # Above this label, the call runs in a child process (see "Isolation" above).
 ISOLATE_ABOVE = 10_000
 ISOLATED_TIMEOUT = 60.0
 
-_FAMILIES = {"nDCG", "AP", "P", "R", "Success", "RR", "Rprec", "NumQ", "NumRet", "NumRel", "NumRelRet"}
-_NEEDS_CUTOFF = {"P", "R", "Success"}
-_NO_CUTOFF = {"Rprec", "NumQ", "NumRet", "NumRel", "NumRelRet"}
-_PLAIN = {"Rprec": "Rprec", "NumQ": "num_q", "NumRet": "num_ret", "NumRel": "num_rel",
-          "NumRelRet": "num_rel_ret"}
-_CUT = {"P": "P", "R": "recall", "Success": "success"}
-
-
 def measure_string(m: Measure) -> tuple[str, str]:
-    """(the string passed to pytrec_eval, the key its result comes back under)."""
-    f, k = m.family, m.cutoff
-    if f == "nDCG":
-        return ("ndcg", "ndcg") if k is None else (f"ndcg_cut.{k}", f"ndcg_cut_{k}")
-    if f == "AP":
-        return ("map", "map") if k is None else (f"map_cut.{k}", f"map_cut_{k}")
-    if f == "RR":
-        return ("recip_rank", "recip_rank") if k is None else (f"recip_rank.{k}", "recip_rank")
-    if f in _CUT:
-        return f"{_CUT[f]}.{k}", f"{_CUT[f]}_{k}"
-    return _PLAIN[f], _PLAIN[f]
+    """(the string passed to pytrec_eval, the key its result comes back under), from the
+    family's trec_eval name: ``ndcg_cut.10`` -> ``ndcg_cut_10``; ``recip_rank.10`` (accepted,
+    the cutoff ignored) -> ``recip_rank``; ``map`` -> ``map``."""
+    name, k = m.record.name_in("trec_eval", m.cutoff), m.cutoff
+    if k is None:
+        return name.text, name.text
+    return f"{name.text}.{k}", (f"{name.text}_{k}" if name.cut else name.text)
 
 
 _CHILD = """
@@ -207,10 +189,7 @@ class TrecEvalEntry(Entry):
     description = "pytrec_eval.RelevanceEvaluator (trec_eval 9 code), relevance_level per measure"
 
     def supports(self, measure: Measure) -> bool:
-        f, k = measure.family, measure.cutoff
-        if f not in _FAMILIES or measure.alpha is not None:
-            return False
-        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
+        if measure.record.name_in("trec_eval", measure.cutoff) is None:
             return False
         conv = measure.conventions(PROFILE)
         # only the threshold is a parameter of the call; any other axis a name fixes must

@@ -61,17 +61,17 @@ from conformance.measures import Measure
 # threshold_scope) keep the vocabulary defaults.
 PROFILE = Conventions(
     gain="exponential",  # ranking_utils.h CalcDCGGain: (1u << label) - 1 (ndcg_exp_gain default true)
-    discount="log2",  # ranking_utils.h CalcDCGDiscount: 1.0 / std::log2(idx + 2.0)
+    # discount=log2 (the default): ranking_utils.h CalcDCGDiscount: 1.0 / std::log2(idx + 2.0)
     ideal="retrieved",  # NDCGCache::InitOnCPU: idcg from the group's own labels sorted descending
     empty_query="one",  # EvalNDCG::Eval: inv_idcg <= 0.0 -> minus_ ? 0.0 : 1.0
     ties="input_order",  # common::ArgSort -> StableSort with std::greater<>
     negative_labels="raise",  # CheckNDCGLabels (exp gain): "label must be either 0 or positive integer"
     label_type="raise",  # CheckNDCGLabels (exp gain): |floor(v) - v| > 1e-6 refused
-    query_set="run",  # the adapter's translation (_listwise): queries in both run and qrels
-    depth=None,  # the cutoff is the measure's k; nothing else cuts the list
+    # query_set=run (the default): the adapter's translation (_listwise): queries in both run and qrels
+    # depth=none (the default): the cutoff is the measure's k; nothing else cuts the list
     score_precision="float32",  # base_margin and predictions are float32 (HostDeviceVector<float>)
-    rank_source="score",
-    duplicates="error",  # a validated Run holds each (query, doc) once
+    # rank_source=score (the default)
+    # duplicates=error (the default): a validated Run holds each (query, doc) once
 )
 MINUS_PROFILE = PROFILE.replace(
     empty_query="zero",  # EvalNDCG::Eval: the "-" suffix sets minus_, so inv_idcg <= 0 -> 0

@@ -89,8 +89,6 @@ def evaluate(
     return result
 
 
-# Measures whose value reads gains (ordered by gain for the ends of ties=unspecified).
-GRADED = {"DCG", "nDCG"}
 UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic_gain"}
 
 
@@ -201,9 +199,10 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
 
         out = {}
         for m in measures:
-            masked = masked_labels is not None and m.family not in GRADED
+            masked = masked_labels is not None and m.record.kind != "graded"
             if conv.ties == "unspecified":
-                ends = ("pessimistic_gain", "optimistic_gain") if m.family in GRADED else (
+                # a graded measure's ends order tied documents by gain, a binary one's by relevance
+                ends = ("pessimistic_gain", "optimistic_gain") if m.record.kind == "graded" else (
                     "pessimistic", "optimistic")
                 contexts = [cached(t, masked) for t in ends]
             else:

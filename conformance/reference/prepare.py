@@ -485,7 +485,9 @@ def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
                 bad_mask = fractional if seen_v is None else fractional & seen_v
                 if bad_mask.any():
                     raise EvaluationError(_refusal(where, None if lines is None else lines[idx], bad_mask,
-                                                   vals, origin + "is not an integer (label_type=raise)"))
+                                                   vals, origin + "is not an integer (label_type=raise; label_type=int_truncate "
+                                                   "truncates it, as the trec_eval command line does; label_type=float "
+                                                   "uses it as it is)"))
             vals = np.trunc(vals)
             changed = True
     negative = vals < 0

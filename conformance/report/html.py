@@ -39,16 +39,11 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-from conformance.conventions import AXES, Conventions, format_value
+from conformance.conventions import AXES, EXPLORER_AXES, Conventions, format_value
 from conformance.errors import stable_error as library_error
 from conformance.measures import FAMILIES, Measure, parse_measure
 from conformance.report.positions import PositionTable, position_table, shown
 from conformance.reference.prepare import Prepared
-
-# The axes that change a value in the explorer, where the list is every judged document in
-# score order with no ties (so ties, score precision, labels, query sets and depth do not).
-EXPLORER_AXES = ("gain", "discount", "ideal", "k_beyond_list", "ap_denominator", "empty_query",
-                 "rr_cutoff", "relevance_threshold", "threshold_scope", "single_document")
 
 # (id shown in the explorer, family, takes the explorer's k)
 EXPLORER_MEASURES = (
@@ -531,9 +526,20 @@ def explorer_profile(conv: Conventions) -> dict[str, Any]:
     return {a: _axis_json(a, getattr(conv, a)) for a in EXPLORER_AXES}
 
 
+def explorer_uses(family: str, at: bool) -> list[str]:
+    """The explorer axes one explorer measure reads: its family's axes (the records), less what
+    the explorer's list makes idle. That list holds every judged document, so the ideal is the
+    same from either source, and AP without a cutoff divides by R under every denominator."""
+    f = FAMILIES[family]
+    idle = {"ideal"} | (set() if at else {a for a in AXES if AXES[a].with_cutoff_only}
+                        | {"ap_denominator"})
+    return [a for a in EXPLORER_AXES if a in f.axes and a not in idle]
+
+
 def explorer_data(entries, colours=None) -> dict[str, Any]:
     """What the explorer embeds: per entry, per explorer measure, its profile (None when the
-    entry does not compute the measure); the default list; the measures' ids."""
+    entry does not compute the measure); the default list; the measures' ids, the axes each
+    reads and its formula (from the family records)."""
     colours = colours or _value_colours(entries)
     out = []
     for e in entries:
@@ -545,6 +551,8 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
     return {
         "entries": out,
         "measures": [mid for mid, _, _ in EXPLORER_MEASURES],
+        "uses": {mid: explorer_uses(family, at) for mid, family, at in EXPLORER_MEASURES},
+        "formulas": {mid: FAMILIES[family].formula for mid, family, _ in EXPLORER_MEASURES},
         "axes": list(EXPLORER_AXES),
         "default_list": list(DEFAULT_LIST),
         "colours": {a: colours.get(a, {}) for a in EXPLORER_AXES},

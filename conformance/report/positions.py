@@ -32,7 +32,6 @@ from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import discounts, gains
 
-GRADED = ("DCG", "nDCG")
 
 # Rows shown in full at the top of a table; of a longer list, also the row at the cutoff, up to
 # KEEP_ROWS rows that add to the value further down, and the last row.
@@ -133,7 +132,7 @@ def position_table(prep: Prepared, query: str, measure: Measure, conv: Conventio
     """The table of ``query`` under ``conv`` (the measure's own overrides already applied by the
     caller or here: ``measure.conventions(conv)``)."""
     conv = measure.conventions(conv)
-    graded = measure.family in GRADED
+    graded = measure.record.kind == "graded"
     table = PositionTable(query, profile_name, measure.text, measure.family, graded,
                           measure.cutoff, 0)
     try:

@@ -3,10 +3,9 @@
  *
  * evaluate() mirrors conformance/reference/formulas.py for a list that is the whole universe:
  * every judged document is in the list, in score order, with no ties and no unjudged document.
- * Then the ideal is the same under ideal=judged and ideal=retrieved, and only these axes matter:
- * gain, discount, k_beyond_list, ap_denominator, empty_query, rr_cutoff, relevance_threshold,
- * threshold_scope, single_document (a one-document list is refused under "raise", whatever the
- * measure: scikit-learn's rule). tests/test_report_browser.py checks it against the Python reference on
+ * Then the ideal is the same under ideal=judged and ideal=retrieved, and only the axes the page's
+ * data lists (the axis records' explorer flag) matter; a one-document list is refused under
+ * single_document=raise, whatever the measure (scikit-learn's rule). tests/test_report_browser.py checks it against the Python reference on
  * random lists and profiles, to 1e-12.
  */
 (function () {
@@ -14,30 +13,11 @@
 
   var MEASURES = ["P@k", "R@k", "RR", "RR@k", "AP", "AP@k", "nDCG@k", "nDCG", "DCG@k"];
 
-  // the axes each measure reads (for grouping entries that always give equal numbers here)
-  var USES = {
-    "P@k": ["k_beyond_list", "relevance_threshold", "empty_query", "single_document"],
-    "R@k": ["relevance_threshold", "empty_query", "single_document"],
-    "RR": ["relevance_threshold", "empty_query", "single_document"],
-    "RR@k": ["rr_cutoff", "relevance_threshold", "empty_query", "single_document"],
-    "AP": ["relevance_threshold", "empty_query", "single_document"],
-    "AP@k": ["ap_denominator", "relevance_threshold", "empty_query", "single_document"],
-    "nDCG@k": ["gain", "discount", "relevance_threshold", "threshold_scope", "empty_query", "single_document"],
-    "nDCG": ["gain", "discount", "relevance_threshold", "threshold_scope", "empty_query", "single_document"],
-    "DCG@k": ["gain", "discount", "relevance_threshold", "threshold_scope", "empty_query", "single_document"]
-  };
-
-  var FORMULAS = {
-    "P@k": "relevant in the top k / k (or / min(k, n) under k_beyond_list=min_k_n)",
-    "R@k": "relevant in the top k / R",
-    "RR": "1 / rank of the first relevant document",
-    "RR@k": "RR, 0 when the first relevant document is below k (rr_cutoff=honour)",
-    "AP": "sum of P@i at relevant ranks i / R",
-    "AP@k": "sum of P@i at relevant ranks i <= k / (R, relevant in the top k, or min(k, R))",
-    "nDCG@k": "DCG@k / ideal DCG@k",
-    "nDCG": "DCG / ideal DCG over the whole list",
-    "DCG@k": "sum over ranks i <= k of gain(i) x discount(i)"
-  };
+  // the axes each measure reads (for grouping entries that always give equal numbers here) and
+  // each measure's formula: both come with the page's data, made from the measure family and
+  // axis records (conformance/report/html.py explorer_data), and are filled in by init()
+  var USES = {};
+  var FORMULAS = {};
 
   function parseDiscount(text) {
     if (text === "log2") return { kind: "log", base: 2 };
@@ -214,6 +194,8 @@
     if (!root || !dataEl) return;
     var data = JSON.parse(dataEl.textContent).explorer;
     api.data = data;
+    Object.keys(data.uses).forEach(function (mid) { USES[mid] = data.uses[mid]; });
+    Object.keys(data.formulas).forEach(function (mid) { FORMULAS[mid] = data.formulas[mid]; });
     var listEl = document.getElementById("ex-list");
     var tableEl = document.getElementById("ex-table");
     var notesEl = document.getElementById("ex-notes");

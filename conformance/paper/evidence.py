@@ -1,0 +1,257 @@
+"""Library entries as evidence for a reported value: each entry's live value and its profile's.
+
+An entry reproduces the reported values when it computes every reported measure and each value
+falls in its interval. The entry's value is the live library's when it is installed (its own
+mean when it reports one, else the mean of its per-query values): that is the number the library
+prints on this input. Without the library, its declared profile decides: the reference under the
+profile (the range over tie orders under ``ties=unspecified``), within the entry's tolerance.
+Both are reported; a live value that its profile does not predict is flagged as a finding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from conformance.conventions import Conventions
+from conformance.data import Qrels, Run
+from conformance.errors import EvaluationError
+from conformance.measures import Measure
+from conformance.paper.reported import Reported
+from conformance.reference import evaluate
+from conformance.reference.prepare import Prepared
+from conformance.reference.sweep import aggregate
+
+
+@dataclass
+class EntryMetric:
+    """One entry on one reported measure."""
+
+    supported: bool
+    profile: tuple[float, float] | None = None  # reference under the profile: [lo, hi]
+    profile_error: str | None = None
+    live: float | None = None  # the live library's value (its mean)
+    live_error: str | None = None
+    live_per_query: dict[str, float] | None = None
+    profile_per_query: dict[str, tuple[float, float]] | None = None
+    reproduces: bool = False
+    agrees_with_profile: bool | None = None
+    tie_range_covers: bool = False  # an order of tied documents other than the live one fits
+
+    @property
+    def value(self) -> float | None:
+        """The value shown: the live one when the library ran, else the profile's (its low end)."""
+        if self.live is not None:
+            return self.live
+        if self.profile is not None and not math.isnan(self.profile[0]):
+            return self.profile[0]
+        return None
+
+
+@dataclass
+class EntryCheck:
+    """One library entry against the reported values: ``decided_by`` "live" (the installed
+    library's own output) or "profile" (the reference under its declared profile);
+    ``consistent`` when it computes every reported measure and reproduces every value."""
+
+    name: str
+    available: bool
+    decided_by: str  # "live" or "profile"
+    metrics: dict[str, EntryMetric]
+    consistent: bool
+
+    def to_dict(self) -> dict:
+        def num(v):
+            return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+        return {
+            "available": self.available,
+            "decided_by": self.decided_by,
+            "consistent": self.consistent,
+            "metrics": {
+                k: {
+                    "supported": e.supported,
+                    "profile": None if e.profile is None else [num(e.profile[0]), num(e.profile[1])],
+                    "profile_error": e.profile_error,
+                    "live": num(e.live),
+                    "live_error": e.live_error,
+                    "reproduces": e.reproduces,
+                    "agrees_with_profile": e.agrees_with_profile,
+                    "tie_range_covers": e.tie_range_covers,
+                }
+                for k, e in sorted(self.metrics.items())
+            },
+        }
+
+
+def _library_mean(lv) -> float | None:
+    if lv.error is not None:
+        return None
+    if lv.mean is not None:
+        return float(lv.mean)
+    vals = list(lv.per_query.values())
+    return float(np.mean(vals)) if vals else None
+
+
+def _shared_profile(conv: Conventions) -> Conventions:
+    """The profile ``_reference_run`` evaluates for ``conv``: the aggregation axes opened up
+    (every judged query, empty queries left out), so that profiles differing only in
+    ``empty_query`` and ``query_set`` share one evaluation. Not under ``ties=unspecified``,
+    where each order settles its own empty queries before the range is taken."""
+    if conv.ties == "unspecified":
+        return conv
+    return conv.replace(empty_query="skip", query_set="qrels")
+
+
+def _reference_run(prep: Prepared, measures: list[Measure], conv: Conventions):
+    """``evaluate`` under ``_shared_profile(conv)``: the Evaluation or the error text."""
+    try:
+        return evaluate(prep, None, measures, _shared_profile(conv))
+    except EvaluationError as exc:
+        return str(exc)
+
+
+def _profile_value(prep: Prepared, ev, m: Measure, conv: Conventions):
+    """(aggregate lo, hi, per-query ranges) of ``m`` under ``conv`` from ``_reference_run``'s
+    result (as ``evaluate(prep, None, [m], conv)`` would give them), or the error text."""
+    if conv.ties == "unspecified" and not isinstance(ev, str):
+        return ev.aggregate(m), ev.aggregate(m, upper=True), ev.ranges(m)
+    if ({"empty_query", "query_set"} & {a for a, _ in m.overrides}
+            or m.conventions(conv).ties == "unspecified"):
+        try:  # the name fixes an aggregation axis or the tie rule: nothing to share
+            ev = evaluate(prep, None, [m], conv)
+        except EvaluationError as exc:
+            return str(exc)
+        return ev.aggregate(m), ev.aggregate(m, upper=True), ev.ranges(m)
+    if isinstance(ev, str):
+        return ev
+    sets_differ = bool((prep.in_run != prep.in_qrels).any())
+    in_run = prep.in_run[prep.in_qrels]
+    is_sum = m.aggregate == "sum"
+    empty = ~ev.counted[m] if not is_sum else np.zeros(ev.qids.size, bool)
+    select = in_run if conv.query_set == "run" else None
+    try:
+        a, b, qlo, qhi, counted = aggregate(ev.per_query[m], ev.upper[m], empty, conv.empty_query,
+                                             select, is_sum, sets_differ, conv.query_set, m.text)
+    except EvaluationError as exc:
+        return str(exc)
+    qids = ev.qids if select is None else ev.qids[select]
+    per_q = {q: (x, y) for q, x, y, c in zip(qids.tolist(), qlo.tolist(), qhi.tolist(),
+                                             counted.tolist()) if c}
+    return a, b, per_q
+
+
+@dataclass
+class EntryEvidence:
+    """What is known of one entry on the measures asked about, whatever values are reported:
+    per measure, whether it computes it, the reference under its profile (aggregate lo, hi and
+    per-query ranges, or the error text), and the live library's output (None: not run)."""
+
+    name: str
+    tolerance: float
+    available: bool  # the live library was run
+    supported: dict[Measure, bool]
+    profile: dict[Measure, Any]
+    live: dict[Measure, Any]
+
+
+def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Measure],
+                   entries: Sequence, live: bool = True,
+                   progress: Callable[[str, int, int], None] | None = None) -> list[EntryEvidence]:
+    """Evaluate every entry's profile with the reference (one ``evaluate`` per distinct profile,
+    aggregation axes apart) and run every installed library once on all its measures."""
+    measures = list(dict.fromkeys(measures))
+    plan: dict[tuple[str, Measure], Conventions] = {}
+    wanted: dict[Conventions, list[Measure]] = {}
+    for e in entries:
+        for m in measures:
+            if e.supports(m):
+                p = e.profile(m)
+                plan[(e.name, m)] = p
+                ms = wanted.setdefault(_shared_profile(p), [])
+                if m not in ms:
+                    ms.append(m)
+    runs = {}
+    for i, (p, ms) in enumerate(wanted.items()):
+        if progress:
+            progress("library profiles", i, len(wanted))
+        runs[p] = _reference_run(prep, ms, p)  # p is already shared
+    values: dict[tuple[Conventions, Measure], Any] = {}
+    for (name, m), p in plan.items():
+        if (p, m) not in values:
+            ev = runs[_shared_profile(p)]
+            values[(p, m)] = _profile_value(prep, ev, m, p)
+    out = []
+    for i, e in enumerate(entries):
+        if progress:
+            progress(f"library {e.name}", i, len(entries))
+        available = live and e.available()
+        supported = [m for m in measures if e.supports(m)]
+        got = e.evaluate(qrels, run, supported) if available and supported else {}
+        out.append(EntryEvidence(
+            e.name, e.tolerance, available,
+            {m: m in supported for m in measures},
+            {m: values[(plan[(e.name, m)], m)] for m in supported},
+            {m: got.get(m) for m in supported} if available else {},
+        ))
+    return out
+
+
+def judge_entries(evidence: Sequence[EntryEvidence], reported: Sequence[Reported]) -> list[EntryCheck]:
+    """Which entries reproduce every reported value (see the module docstring)."""
+    measures = list(dict.fromkeys(r.measure for r in reported))
+    by_metric: dict[Measure, list[Reported]] = {}
+    for r in reported:
+        by_metric.setdefault(r.measure, []).append(r)
+    out = []
+    for ev in evidence:
+        metrics: dict[str, EntryMetric] = {}
+        consistent = True
+        for m in measures:
+            em = EntryMetric(supported=ev.supported.get(m, False))
+            metrics[m.text] = em
+            if not em.supported:
+                consistent = False
+                continue
+            pv = ev.profile[m]
+            if isinstance(pv, str):
+                em.profile_error = pv
+            else:
+                em.profile = (pv[0], pv[1])
+                em.profile_per_query = pv[2]
+            if ev.available:
+                lv = ev.live[m]
+                em.live_error = lv.error
+                em.live = _library_mean(lv)
+                em.live_per_query = dict(lv.per_query) if lv.error is None else None
+            ok = all(_entry_reproduces(em, r, ev.available, ev.tolerance) for r in by_metric[m])
+            em.reproduces = ok
+            consistent &= ok
+            if ev.available and em.live is not None and em.profile is not None:
+                t = ev.tolerance * max(1.0, abs(em.live))
+                em.agrees_with_profile = bool(em.profile[0] - t <= em.live <= em.profile[1] + t)
+                aggregates = [r for r in by_metric[m] if r.qid is None]
+                if em.profile[0] != em.profile[1] and not ok and aggregates:
+                    em.tie_range_covers = all(r.meets(em.profile[0], em.profile[1]) for r in aggregates)
+            elif ev.available and em.live_error is not None:
+                em.agrees_with_profile = em.profile_error is not None
+        out.append(EntryCheck(ev.name, ev.available, "live" if ev.available else "profile",
+                              metrics, consistent))
+    return out
+
+
+def _entry_reproduces(em: EntryMetric, r: Reported, live: bool, tol: float) -> bool:
+    if live:
+        if r.qid is None:
+            return r.contains(em.live)
+        v = (em.live_per_query or {}).get(r.qid)
+        return r.contains(v)
+    if r.qid is None:
+        if em.profile is None:
+            return False
+        return r.meets(em.profile[0], em.profile[1], tol * max(1.0, abs(r.value)))
+    rng = (em.profile_per_query or {}).get(r.qid)
+    return rng is not None and r.meets(rng[0], rng[1], tol * max(1.0, abs(r.value)))

@@ -1,0 +1,136 @@
+"""Profiles by name: the conventions under which the reference gives a named tool's numbers.
+
+A profile name is a library entry's name (``trec_eval``, ``sklearn``, ``lightgbm:linear_gain``,
+... : ``conformance libs`` lists them), whose profile is the entry's declared one for each
+measure, or the name of a program that is not a library entry but whose conventions are known
+(:data:`COMMAND_LINE`: trec_eval's own command line). There is one lookup, always per measure,
+because several libraries compute different measures under different conventions (torchmetrics'
+AP masks documents scored <= 0, its nDCG does not)::
+
+    >>> from conformance.profiles import profile
+    >>> profile("trec_eval", "nDCG@10").ties
+    'docid_desc'
+    >>> profile("torchmetrics", "AP").nonpositive_scores, profile("torchmetrics", "nDCG@10").nonpositive_scores
+    ('not_relevant', 'rank')
+
+This module sits above ``conformance.libs`` (it reads the entries) so that the vocabulary below
+never imports the adapters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.conventions import TREC_EVAL10, ConventionError, Conventions, _close_matches
+from conformance.libs import all_entries
+from conformance.libs.base import Entry
+from conformance.measures import Measure, parse_measure
+
+
+@dataclass(frozen=True)
+class CommandLineProfile:
+    """The conventions of a program the tool does not call, with what they rest on."""
+
+    name: str
+    conventions: Conventions
+    description: str
+
+
+COMMAND_LINE: dict[str, CommandLineProfile] = {
+    p.name: p
+    for p in [
+        CommandLineProfile(
+            "trec_eval10",
+            TREC_EVAL10,
+            "the trec_eval 10 command line: as the trec_eval entry (trec_eval 9 code through "
+            "pytrec_eval-terrier), except that scores are kept as doubles (trec_eval 9 narrows "
+            "them to float32, so near-equal scores tie there) and labels are read as text with "
+            "atol, so a fractional label is truncated (the binding refuses it)",
+        ),
+    ]
+}
+
+
+def entries() -> list[Entry]:
+    """Every library entry, installed or not, in a fixed order."""
+    return all_entries()
+
+
+def names() -> list[str]:
+    """Every profile name: the library entries' and :data:`COMMAND_LINE`'s."""
+    return [e.name for e in all_entries()] + list(COMMAND_LINE)
+
+
+def entry_named(name: str) -> Entry | None:
+    return next((e for e in all_entries() if e.name == name), None)
+
+
+def _entry_or_raise(name: str) -> Entry:
+    e = entry_named(name)
+    if e is None:
+        known = names()
+        close = _close_matches(name, known, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConventionError(f"unknown profile {name!r}{hint}: known profiles are {', '.join(known)}")
+    return e
+
+
+def _measure(measure: Measure | str) -> Measure:
+    return parse_measure(measure) if isinstance(measure, str) else measure
+
+
+def computes(name: str, measure: Measure | str) -> bool:
+    """Whether profile ``name``'s library computes ``measure``'s family at its cutoff (the axes
+    the measure's own name fixes aside: ``ndcg_burges@10`` is trec_eval's nDCG@10 with
+    exponential gain). A command-line profile describes every measure."""
+    if name in COMMAND_LINE:
+        return True
+    m = _measure(measure)
+    e = _entry_or_raise(name)
+    return e.supports(m) or e.supports(Measure(m.family, m.cutoff, (), m.alpha))
+
+
+def profile(name: str, measure: Measure | str) -> Conventions:
+    """The conventions profile ``name`` computes ``measure`` under (before the axes the
+    measure's own name fixes, which ``Measure.conventions`` applies).
+
+    For a family the profile's library does not compute (:func:`computes` is False: trec_eval
+    has no DCG), the library's conventions for its main measure (``Entry.default_profile``)
+    stand in: they still say how it ranks, reads labels and averages. Raises ConventionError
+    for an unknown name, listing every known one.
+    """
+    if name in COMMAND_LINE:
+        return COMMAND_LINE[name].conventions
+    m = _measure(measure)
+    e = _entry_or_raise(name)
+    return e.profile(m) if computes(name, m) else e.default_profile()
+
+
+def select_entries(spec: str | list[str] | tuple[str, ...] = "all") -> list[Entry]:
+    """The entries ``spec`` names: "all"; or entry names (``lightgbm:linear_gain``) and library
+    names (every entry of that library), comma separated or as a list, in the order given.
+    Raises ConventionError naming an unknown one."""
+    every = all_entries()
+    names_ = [spec] if isinstance(spec, str) else list(spec)
+    names_ = [n.strip() for text in names_ for n in text.split(",") if n.strip()]
+    if not names_:
+        raise ConventionError("no library entry named: give 'all' or entry names such as trec_eval,sklearn")
+    if names_ == ["all"]:
+        return every
+    chosen: list[Entry] = []
+    for n in names_:
+        matching = [e for e in every if e.name == n or (":" not in n and e.library == n)]
+        if not matching:
+            known = [e.name for e in every]
+            close = _close_matches(n, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConventionError(f"unknown library entry {n!r}{hint}")
+        chosen.extend(e for e in matching if e not in chosen)
+    return chosen
+
+
+def describe(name: str) -> str:
+    """One line: what the profile is."""
+    if name in COMMAND_LINE:
+        return COMMAND_LINE[name].description
+    return _entry_or_raise(name).description
