@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.conventions import profile as named_profile
 from conformance.errors import ConformanceError, InputError
+from conformance.measures import Measure
 from conformance.rag import report_data, retrieval
 from conformance.rag.inputs import Quality
 from conformance.rag.study import (Candidate, Study, _relevant_counts, build_candidates, candidate_sources,
@@ -99,7 +99,7 @@ def _from_runs(paths: Sequence[str], qrels_path: str, ks, profile: str, by: str 
     from conformance.libs import all_entries
     from conformance.reference.prepare import Prepared
 
-    conv = named_profile(profile)
+    conv = retrieval.profile_conventions(profile, Measure("P", max(ks)))
     gold = None
     if qrels_path.lower().endswith((".jsonl", ".jsonl.gz", ".ndjson")):
         from conformance.rag.inputs import read_gold
@@ -122,8 +122,8 @@ def _from_runs(paths: Sequence[str], qrels_path: str, ks, profile: str, by: str 
         names.append(name)
         prep = Prepared(qrels, run)
         variants.append((name, retrieval.under_entries(prep, measures, entries, qarr),
-                         retrieval.evaluate_aligned(prep, measures, conv, qarr)))
-    sources, convs = candidate_sources(variants, measures, profile, conv, len(qids))
+                         retrieval.evaluate_profile(prep, measures, profile, qarr)))
+    sources, convs = candidate_sources(variants, measures, profile, len(qids))
     cands = build_candidates(measures, sources, convs)
     obs = [(n, q) for n in names for q in qids]
     n_rel = np.tile(_relevant_counts(qrels, qids, conv.relevance_threshold), len(names))

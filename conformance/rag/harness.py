@@ -33,7 +33,6 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from conformance.conventions import Conventions, format_value
-from conformance.conventions import profile as named_profile
 from conformance.errors import ConformanceError, InputError
 from conformance.measures import Measure
 from conformance.rag import bootstrap, diagnosis, retrieval
@@ -153,7 +152,10 @@ def evaluate_variants(
         raise ConformanceError(f"--context-k must be a positive integer, got {context_k}")
     if rank_by not in ("spearman", "pearson", "kendall"):
         raise ConformanceError(f"--rank-by {rank_by!r}: expected spearman, pearson or kendall")
-    conv = named_profile(profile)
+    # the profile's conventions for the binary measures at the largest cutoff: the relevance
+    # threshold of the diagnoses and of N_p, and the conventions shown (per-measure differences
+    # are listed beside them)
+    conv = retrieval.profile_conventions(profile, Measure("P", max(ks)))
     gold = gold if isinstance(gold, Gold) else read_gold(gold)
     if corpus is not None and not isinstance(corpus, Mapping):
         corpus = read_corpus(corpus)
@@ -173,7 +175,7 @@ def evaluate_variants(
     per_variant = []
     for out in outputs:
         prep = Prepared(gold.qrels, out.run)
-        values = retrieval.evaluate_aligned(prep, study_measures, conv, qarr)
+        values = retrieval.evaluate_profile(prep, study_measures, profile, qarr)
         ev = retrieval.under_entries(prep, study_measures, entries, qarr)
         answered = sum(1 for q in qids if q in out.records)
         not_in_gold = sum(1 for q in out.records if q not in gold.queries)

@@ -60,6 +60,7 @@ def to_dict(result) -> dict[str, Any]:
             "ks": result.ks,
             "profile": result.profile_name,
             "conventions": result.conventions.to_dict(),
+            "conventions_by_measure": _differences(result),
             "judge": result.judge,
             "compare_judge": result.compare_judge,
             "graded": result.graded,
@@ -96,6 +97,21 @@ def to_dict(result) -> dict[str, Any]:
                          for c in result.candidates]
     doc["observations"] = [{"variant": v.name, "qid": q} for v in result.variants for q in result.qids]
     return doc
+
+
+def _differences(result) -> dict[str, dict[str, str]]:
+    """Per table measure, the axes on which the profile's conventions for it (its name's own
+    overrides applied) differ from ``settings.conventions``."""
+    from conformance.rag.retrieval import profile_conventions
+
+    base = result.conventions.to_dict()
+    out = {}
+    for m in result.measures:
+        own = m.conventions(profile_conventions(result.profile_name, m)).to_dict()
+        diff = {a: v for a, v in own.items() if v != base[a]}
+        if diff:
+            out[m.text] = diff
+    return out
 
 
 def _spread(s) -> dict:

@@ -105,6 +105,26 @@ def entry_conventions(entry, m: Measure) -> tuple[Conventions, bool] | None:
     return None
 
 
+def profile_conventions(name: str, m: Measure) -> Conventions:
+    """The conventions profile ``name`` computes ``m`` under (``conformance.profiles``: a library
+    entry's declared profile for that measure, or a command-line profile such as trec_eval10),
+    before the axes the measure's own name fixes."""
+    from conformance.profiles import profile
+
+    return profile(name, m)
+
+
+def evaluate_profile(prep: Prepared, measures: Sequence[Measure], name: str, qids: np.ndarray) -> dict[Measure, Values]:
+    """Every measure under profile ``name`` (one evaluation per distinct convention set)."""
+    groups: dict[Conventions, list[Measure]] = {}
+    for m in measures:
+        groups.setdefault(profile_conventions(name, m), []).append(m)
+    out: dict[Measure, Values] = {}
+    for conv, group in groups.items():
+        out.update(evaluate_aligned(prep, group, conv, qids))
+    return out
+
+
 def evaluate_aligned(prep: Prepared, measures: Sequence[Measure], conv: Conventions,
                      qids: np.ndarray) -> dict[Measure, Values]:
     """The reference's values under ``conv``, aligned with ``qids`` (sorted). Raises

@@ -108,8 +108,8 @@ def _vector_key(values: np.ndarray) -> bytes:
 
 def _distinguishing(m, members: list[str], others: list[list[str]], convs: dict[str, Conventions]) -> dict[str, str]:
     """Axes that ``m`` reads on which every member agrees and some member of another group
-    differs (the axes ``conformance.paper.reads`` names for the measure)."""
-    from conformance.paper import reads
+    differs (the axes ``conformance.reference.sweep.reads`` names for the measure)."""
+    from conformance.reference.sweep import reads
 
     mine = [convs[x].to_dict() for x in members if x in convs]
     theirs = [convs[x].to_dict() for g in others for x in g if x in convs]
@@ -265,7 +265,7 @@ def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None
 
 
 def candidate_sources(variants: Sequence[tuple[str, object, dict]], measures: Sequence, profile_name: str,
-                      profile_conv: Conventions, n_queries: int) -> tuple[dict[str, list], dict[str, dict]]:
+                      n_queries: int) -> tuple[dict[str, list], dict[str, dict]]:
     """Per measure: (member, values over every observation) from each variant's EntryValues and
     the profile's own values, and each member's Conventions. ``variants``: (name, EntryValues,
     {Measure: Values}) in order; the observations are each variant's queries in turn. A member
@@ -277,7 +277,9 @@ def candidate_sources(variants: Sequence[tuple[str, object, dict]], measures: Se
     for m in measures:
         lows: dict[str, list[np.ndarray]] = {}
         highs: dict[str, list[np.ndarray]] = {}
-        conv_of: dict[str, Conventions] = {profile_member: m.conventions(profile_conv)}
+        from conformance.rag.retrieval import profile_conventions
+
+        conv_of: dict[str, Conventions] = {profile_member: m.conventions(profile_conventions(profile_name, m))}
         for vi, (_, ev, own) in enumerate(variants):
             found = dict(ev.values.get(m, {}))
             if m in own:
@@ -321,7 +323,7 @@ def candidates_from_result(result) -> list[Candidate]:
     """The study's candidates over every (variant, query) of ``result`` (a ``harness.RagResult``)."""
     n = len(result.qids)
     sources, convs = candidate_sources([(v.name, v.entries, v.retrieval) for v in result.variants],
-                                       result.study_measures, result.profile_name, result.conventions, n)
+                                       result.study_measures, result.profile_name, n)
     return build_candidates(result.study_measures, sources, convs)
 
 
