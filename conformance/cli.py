@@ -712,6 +712,7 @@ def libs_command(fmt):
 
 
 from conformance import cli_paper as _cli_paper  # noqa: E402,F401
+from conformance import cli_rag as _cli_rag  # noqa: E402,F401
 
 _evaluated = False  # set by ``eval`` once its result is computed
 

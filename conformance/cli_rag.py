@@ -1,0 +1,183 @@
+"""``conformance rag`` and ``conformance correlate``: RAG pipeline variants, from retrieval
+conventions to answer quality.
+
+Registered on ``conformance.cli.main`` (``cli.py`` imports this module at its end). The engine
+is ``conformance.rag``; this module reads the options, calls it, prints the summary
+(``conformance.rag.summary``) on stdout and writes ``--json`` (``conformance.rag.report_data``)
+and ``--html`` (``conformance.report.rag_html``). Warnings go to stderr (``--quiet`` silences
+them).
+
+Exit status: 0 when the evaluation ran; 2 on bad input (a file, line and field named), on an
+unknown option value, or when a judge or the example needs the ``rag`` extra and it is not
+installed (the message gives the pip command); 3 on an internal error.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from conformance.cli import main, reports_errors
+from conformance.errors import ConformanceError
+
+
+def _check_output(path: str | None, inputs: list[str], option: str) -> None:
+    """An output goes to an existing directory and never over an input."""
+    if not path:
+        return
+    target = os.path.abspath(path)
+    if not os.path.isdir(os.path.dirname(target)):
+        raise ConformanceError(f"{option} {path}: the directory does not exist")
+    for p in inputs:
+        if p and os.path.exists(p) and os.path.exists(target) and os.path.samefile(p, target):
+            raise ConformanceError(f"{option} {path}: that is an input file; choose another output")
+
+
+def _write(path: str, text: str) -> None:
+    tmp = path + ".part"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    os.replace(tmp, path)  # whole or not at all
+
+
+def _warn(result, quiet: bool) -> None:
+    if quiet:
+        return
+    for w in result.warnings:
+        click.echo(f"conformance: warning: {w}", err=True)
+
+
+def _emit(result, json_path: str | None, html_path: str | None) -> None:
+    from conformance.rag import dumps, render
+
+    click.echo(render(result), nl=False)
+    if json_path:
+        _write(json_path, dumps(result))
+    if html_path:
+        from conformance.report.rag_html import render as render_html
+
+        _write(html_path, render_html(result))
+
+
+@main.command("rag")
+@click.option("--qrels", "gold_path", metavar="GOLD", help="The gold file (RAG JSONL: qid, query, gold_doc_ids, ...).")
+@click.option("--variant", "variants", multiple=True, metavar="NAME=FILE",
+              help="A pipeline variant's output JSONL (qid, retrieved, answer); repeatable.")
+@click.option("--corpus", "corpus_path", metavar="FILE", help="doc_id -> text (JSONL), for outputs without texts.")
+@click.option("--k", "ks", default="1,3,5,10", show_default=True, metavar="LIST", help="Cutoffs.")
+@click.option("--profile", "profile_name", default="trec_eval", show_default=True, metavar="NAME",
+              help="The conventions of the retrieval values (a profile or a library entry).")
+@click.option("--judge", default="overlap", show_default=True, metavar="NAME|module:name",
+              help="overlap (deterministic), embedding (the rag extra) or your own module:name.")
+@click.option("--judge-url", metavar="URL", help="A chat-completions endpoint to judge with instead.")
+@click.option("--judge-model", metavar="NAME", help="The model name sent to --judge-url.")
+@click.option("--compare-judge", metavar="NAME|module:name", help="A second judge; their agreement is reported.")
+@click.option("--graded", is_flag=True, help="Faithfulness from graded verdicts 0 / 1 / 2.")
+@click.option("--by", "by", default="query_class", show_default=True, metavar="FIELD",
+              help="Slice by this gold field ('none': no slices).")
+@click.option("--context-k", type=int, metavar="N", help="The generator saw the first N retrieved passages (default: all).")
+@click.option("--correlate", is_flag=True, help="Rank every retrieval metric and convention by how well it tracks answer quality.")
+@click.option("--quality", default="correctness", show_default=True, metavar="SOURCE|FILE",
+              help="Answer quality for --correlate: correctness, faithfulness, relevance or a file of scores.")
+@click.option("--rank-by", type=click.Choice(["spearman", "pearson", "kendall"]), default="spearman", show_default=True)
+@click.option("--bootstrap", "resamples", type=int, default=1000, show_default=True, metavar="N", help="Resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
+@click.option("--example", is_flag=True, help="Evaluate the bundled example (three variants, 40 queries).")
+@click.option("--precomputed", is_flag=True,
+              help="With --example: use the committed variant outputs even when the rag extra could rebuild them.")
+@click.option("--json", "json_path", metavar="OUT", help="Write everything as JSON.")
+@click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--quiet", is_flag=True, help="No warnings on stderr.")
+@reports_errors
+def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, compare_judge,
+                graded, by, context_k, correlate, quality, rank_by, resamples, seed, example, precomputed,
+                json_path, html_path, quiet):
+    """Evaluate RAG pipeline variants over one gold file: retrieval under named conventions with
+    their spread across libraries, faithfulness, answer relevance and correctness, per-query
+    diagnoses, paired bootstrap comparisons, per-slice tables and, with --correlate, which
+    retrieval metric tracks answer quality.
+
+    Example: conformance rag --qrels gold.jsonl --variant base=out_base.jsonl --variant hybrid=out_hybrid.jsonl
+    """
+    from conformance.rag import harness
+
+    by = None if by in ("none", "") else by
+    if example:
+        if gold_path or variants or corpus_path:
+            raise ConformanceError("--example evaluates the bundled files; give either --example or --qrels and --variant")
+        from conformance.rag.example import run as example_run
+
+        gold_path, variant_paths, context_k_example, note = example_run.prepare(live=not precomputed, quiet=quiet)
+        if not quiet:
+            click.echo(f"conformance: {note}", err=True)
+        context_k = context_k if context_k is not None else context_k_example
+        correlate = True
+        html_path = html_path or "rag-example.html"
+    else:
+        if not gold_path or not variants:
+            missing = " and ".join(n for n, v in (("--qrels", gold_path), ("--variant", variants)) if not v)
+            raise ConformanceError(f"missing {missing}: give --qrels GOLD --variant NAME=FILE, or --example")
+        variant_paths = harness.parse_variants(variants)
+    inputs = [gold_path, corpus_path, *variant_paths.values()]
+    quality_source = quality
+    if quality not in harness.QUALITY_SOURCES:
+        from conformance.rag.inputs import read_quality
+
+        inputs.append(quality)
+        quality_source = read_quality(quality)
+    _check_output(json_path, inputs, "--json")
+    _check_output(html_path, inputs, "--html")
+    result = harness.evaluate_variants(
+        gold_path, variant_paths, harness.parse_ks(ks), profile=profile_name, judge=judge, judge_url=judge_url,
+        judge_model=judge_model, compare_judge=compare_judge, graded=graded, by=by, corpus=corpus_path,
+        context_k=context_k, correlate=correlate, quality=quality_source, rank_by=rank_by, resamples=resamples,
+        seed=seed)
+    if example:
+        example_run.relabel(result, variant_paths)
+    _warn(result, quiet)
+    _emit(result, json_path, html_path)
+    if example and not quiet:
+        click.echo(f"conformance: wrote {html_path}", err=True)
+
+
+@main.command("correlate")
+@click.option("--metrics-from", "sources", multiple=True, required=True, metavar="RUN_OR_RAG_JSON",
+              help="A conformance rag --json output, or a run (TREC or JSONL) with --qrels; repeatable for runs.")
+@click.option("--qrels", "qrels_path", metavar="FILE", help="Judgments, for --metrics-from RUN.")
+@click.option("--quality", "quality_path", required=True, metavar="FILE",
+              help="Per-query quality scores: 'qid score' or 'variant qid score' lines, or JSONL.")
+@click.option("--k", "ks", default="1,3,5,10", show_default=True, metavar="LIST", help="Cutoffs (runs only).")
+@click.option("--profile", "profile_name", default="trec_eval", show_default=True, metavar="NAME")
+@click.option("--by", "by", default="query_class", show_default=True, metavar="FIELD",
+              help="Slice by this gold field when --qrels is a RAG JSONL file ('none': no slices).")
+@click.option("--rank-by", type=click.Choice(["spearman", "pearson", "kendall"]), default="spearman", show_default=True)
+@click.option("--bootstrap", "resamples", type=int, default=1000, show_default=True, metavar="N")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "json_path", metavar="OUT", help="Write the study as JSON.")
+@click.option("--quiet", is_flag=True, help="No warnings on stderr.")
+@reports_errors
+def correlate_command(sources, qrels_path, quality_path, ks, profile_name, by, rank_by, resamples, seed,
+                      json_path, quiet):
+    """Which retrieval metric, under which conventions, tracks answer quality: Spearman, Pearson
+    and Kendall of every measure (F1, Fe, T at a grid of alpha, nDCG, P, R, AP, RR, hit rate)
+    under every library entry's conventions, with bootstrap intervals, overall, per K/N_p
+    bucket and per slice.
+
+    Example: conformance correlate --metrics-from rag.json --quality likert.txt
+    """
+    from conformance.rag import correlate as engine
+    from conformance.rag.harness import parse_ks
+    from conformance.rag.inputs import read_quality
+
+    _check_output(json_path, [*sources, qrels_path, quality_path], "--json")
+    quality = read_quality(quality_path)
+    study, warnings = engine.correlate(list(sources), quality, qrels_path=qrels_path, ks=parse_ks(ks),
+                                       profile=profile_name, by=None if by in ("none", "") else by,
+                                       rank_by=rank_by, resamples=resamples, seed=seed)
+    if not quiet:
+        for w in warnings:
+            click.echo(f"conformance: warning: {w}", err=True)
+    click.echo(engine.render(study), nl=False)
+    if json_path:
+        _write(json_path, engine.dumps(study))

@@ -1,0 +1,340 @@
+"""The harness: pipeline variants over one gold file, side by side, per slice, per query.
+
+``evaluate_variants(gold, variants, ks, ...)`` reads (or takes) the gold file and each
+variant's outputs, and computes:
+
+1. retrieval (``retrieval``): every table measure under the chosen profile (trec_eval by
+   default), per query, and each measure's spread across the library entries' conventions;
+2. generation (``generation``): faithfulness, answer relevance and correctness, the judge asked
+   once for every variant (a second judge with ``compare_judge``, and their agreement);
+3. the diagnosis of each query (``diagnosis``), at the largest cutoff;
+4. the table: each metric's mean per variant with a bootstrap interval and its count, overall
+   and per slice of the gold field ``by``; every pair of variants compared by paired
+   bootstrap (``bootstrap``);
+5. with ``correlate``, the correlation study (``study``) of every retrieval measure and
+   convention with answer quality.
+
+The scored queries of a variant are the gold queries it has an output for; a gold query with
+no output is ``missing`` for that variant, an output for a query not in the gold file is not
+scored; both are counted and warned about. Every number is computed by the modules named
+above; this module only arranges them.
+
+``evaluate_pipeline(pipeline, gold, ks)`` runs a user's callable over the gold queries first:
+``pipeline(question) -> {"retrieved": [{"doc_id", "score"?, "text"?}], "answer": str}``, the
+record shape of a pipeline-output file without ``qid``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from conformance.conventions import Conventions, format_value
+from conformance.errors import ConformanceError, InputError
+from conformance.measures import Measure
+from conformance.rag import bootstrap, diagnosis, retrieval
+from conformance.rag.generation import GenerationScores, agreement, judge_variants
+from conformance.rag.inputs import Gold, Outputs, Quality, outputs_from_records, read_corpus, read_gold, read_outputs
+from conformance.rag.judges import Judge, make_judge
+from conformance.reference.prepare import Prepared
+
+DEFAULT_KS = (1, 3, 5, 10)
+NO_SLICE = "(none)"
+QUALITY_SOURCES = ("correctness", "faithfulness", "relevance")
+
+
+@dataclass
+class VariantResult:
+    name: str
+    source: str
+    outputs: Outputs
+    retrieval: dict[Measure, retrieval.Values]  # under the chosen profile
+    entries: retrieval.EntryValues  # under each library entry's conventions (study measures)
+    generation: GenerationScores
+    diagnoses: diagnosis.Diagnoses
+    compared: GenerationScores | None = None  # the second judge's scores
+    answered: int = 0
+    not_in_gold: int = 0
+
+
+@dataclass
+class Cell:
+    """One metric of one variant in one slice: mean, bootstrap interval, count."""
+
+    interval: bootstrap.Interval
+    spread: retrieval.Spread | None = None
+
+
+@dataclass
+class RagResult:
+    gold: Gold
+    ks: list[int]
+    profile_name: str
+    conventions: Conventions
+    judge: dict[str, Any]
+    compare_judge: dict[str, Any] | None
+    graded: bool
+    by: str | None
+    context_k: int | None
+    resamples: int
+    seed: int
+    qids: list[str]
+    measures: list[Measure]  # table measures
+    variants: list[VariantResult]
+    slices: dict[str, np.ndarray]  # slice label -> mask over qids (overall first, as "all")
+    table: dict[str, dict[str, dict[str, Cell]]]  # slice -> variant -> metric -> cell
+    comparisons: dict[tuple[str, str], dict[str, bootstrap.Interval]]
+    judge_agreement: dict | None
+    study_measures: list[Measure] = field(default_factory=list)
+    candidates: list = field(default_factory=list)  # study.Candidate: the study's inputs
+    study: Any = None  # study.Study with correlate
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [m.text for m in self.measures] + generation_names(self.graded)
+
+
+def generation_names(graded: bool) -> list[str]:
+    return ["faithfulness_graded" if graded else "faithfulness", "relevance", "correctness"]
+
+
+def _parse_variant(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise ConformanceError(f"--variant {text!r}: expected NAME=FILE, such as hybrid=out_hybrid.jsonl")
+    return name.strip(), path.strip()
+
+
+def parse_variants(texts: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for t in texts:
+        name, path = _parse_variant(t)
+        if name in out:
+            raise ConformanceError(f"--variant {name!r} is given twice: expected one file per variant name")
+        out[name] = path
+    return out
+
+
+def evaluate_variants(
+    gold: Gold | str | os.PathLike,
+    variants: Mapping[str, str | os.PathLike | Outputs],
+    ks: Sequence[int] = DEFAULT_KS,
+    *,
+    profile: str = "trec_eval",
+    judge: str | Judge | None = None,
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    compare_judge: str | Judge | None = None,
+    graded: bool = False,
+    by: str | None = "query_class",
+    corpus: Mapping[str, str] | str | os.PathLike | None = None,
+    context_k: int | None = None,
+    correlate: bool = False,
+    quality: str | Quality = "correctness",
+    rank_by: str = "spearman",
+    resamples: int = 1000,
+    seed: int = 0,
+    entries: Sequence | None = None,
+) -> RagResult:
+    """Evaluate pipeline variants (see the module docstring). ``by`` None: no slices;
+    ``by="query_class"`` (the default) slices only when some gold query has that field."""
+    ks = _check_ks(ks)
+    if not variants:
+        raise ConformanceError("no variant given: expected at least one --variant NAME=FILE")
+    if resamples < 1:
+        raise ConformanceError(f"--bootstrap must be at least 1, got {resamples}")
+    if context_k is not None and context_k < 1:
+        raise ConformanceError(f"--context-k must be a positive integer, got {context_k}")
+    if rank_by not in ("spearman", "pearson", "kendall"):
+        raise ConformanceError(f"--rank-by {rank_by!r}: expected spearman, pearson or kendall")
+    # the profile's conventions for the binary measures at the largest cutoff: the relevance
+    # threshold of the diagnoses and of N_p, and the conventions shown (per-measure differences
+    # are listed beside them)
+    conv = retrieval.profile_conventions(profile, Measure("P", max(ks)))
+    gold = gold if isinstance(gold, Gold) else read_gold(gold)
+    if corpus is not None and not isinstance(corpus, Mapping):
+        corpus = read_corpus(corpus)
+    outputs = [v if isinstance(v, Outputs) else read_outputs(v, name, corpus) for name, v in variants.items()]
+    if entries is None:
+        from conformance.libs import all_entries
+
+        entries = all_entries()
+    judge_obj = make_judge(judge, url=judge_url, model=judge_model)
+    second = make_judge(compare_judge) if compare_judge is not None else None
+
+    qids = gold.qids
+    qarr = np.asarray(qids, dtype=object)
+    measures = retrieval.table_measures(ks)
+    study_measures = retrieval.study_measures(ks)
+    warnings: list[str] = []
+    per_variant = []
+    for out in outputs:
+        prep = Prepared(gold.qrels, out.run)
+        values = retrieval.evaluate_profile(prep, study_measures, profile, qarr)
+        ev = retrieval.under_entries(prep, study_measures, entries, qarr)
+        answered = sum(1 for q in qids if q in out.records)
+        not_in_gold = sum(1 for q in out.records if q not in gold.queries)
+        per_variant.append((out, values, ev, answered, not_in_gold))
+        if answered < len(qids):
+            warnings.append(f"variant {out.name}: {len(qids) - answered} of {len(qids)} gold queries have no output "
+                            "(diagnosed missing; retrieval measures follow the profile's query_set)")
+        if not_in_gold:
+            warnings.append(f"variant {out.name}: {not_in_gold} output record(s) for queries not in the gold file "
+                            "are not scored")
+        if out.unsorted:
+            warnings.append(f"variant {out.name}: {out.unsorted} list(s) are not in descending score order: "
+                            "retrieval measures rank by score, the diagnosis and the generator's context read "
+                            "the list order")
+    generation = judge_variants(judge_obj, gold, outputs, qids, context_k)
+    compared = judge_variants(second, gold, outputs, qids, context_k) if second is not None else None
+    threshold = conv.relevance_threshold
+    k_diag = max(ks)
+    results = []
+    for out, values, ev, answered, not_in_gold in per_variant:
+        gen = generation[out.name]
+        d = diagnosis.diagnose(gold, out, gen, qids, k_diag, threshold)
+        results.append(VariantResult(out.name, out.source, out, values, ev, gen, d,
+                                     compared[out.name] if compared else None, answered, not_in_gold))
+        errors = gen.errors()
+        for kind, n in errors.items():
+            if n:
+                warnings.append(f"variant {out.name}: the judge could not give {n} {kind} verdict(s); "
+                                "they are left out of the means (see the per-query errors)")
+    no_text = sum(1 for g in gold.queries.values() if g.query is None)
+    if no_text:
+        warnings.append(f"{no_text} gold queries have no 'query' text: no answer relevance for them")
+    no_answer = sum(1 for g in gold.queries.values() if g.gold_answer is None)
+    if no_answer:
+        warnings.append(f"{no_answer} gold queries have no 'gold_answer_substring': no correctness for them")
+
+    slices = _slices(gold, qids, by)
+    if by is not None and by != "query_class" and len(slices) == 1:
+        warnings.append(f"--by {by}: no gold query has the field {by!r}; no slices")
+    gen_names = generation_names(graded)
+    table: dict[str, dict[str, dict[str, Cell]]] = {}
+    for label, mask in slices.items():
+        table[label] = {}
+        for r in results:
+            cols = _metric_columns(r, measures, gen_names, mask)
+            ivs = bootstrap.mean_intervals(cols, resamples, seed)
+            row = {}
+            for (name, _), iv in zip(_named(measures, gen_names), ivs):
+                sp = None
+                if label == "all" and name in {m.text for m in measures}:
+                    m = next(m for m in measures if m.text == name)
+                    sp = retrieval.spread(r.entries, m)
+                row[name] = Cell(iv, sp)
+            table[label][r.name] = row
+    comparisons = {}
+    everything = slices["all"]
+    for i, a in enumerate(results):
+        for b in results[i + 1:]:
+            ca = _metric_columns(a, measures, gen_names, everything)
+            cb = _metric_columns(b, measures, gen_names, everything)
+            ivs = bootstrap.paired_intervals(cb, ca, resamples, seed)  # b - a: later minus earlier
+            comparisons[(b.name, a.name)] = {name: iv for (name, _), iv in zip(_named(measures, gen_names), ivs)}
+    agree = None
+    if compared is not None:
+        agree = agreement(generation, compared, graded)
+
+    notes = [
+        "ranges: each retrieval measure's mean under every library entry's declared conventions "
+        "(the reference evaluated under entry.profile(measure) on this input; the libraries themselves "
+        "were not called)",
+    ]
+    borrowed = sorted({n for r in results for m in measures for n in r.entries.borrowed.get(m, [])})
+    if borrowed:
+        notes.append("T, Fe (and F1 where an entry has none): no library computes them; their range applies "
+                     "each entry's P@k conventions")
+    result = RagResult(gold, list(ks), profile, conv, judge_obj.describe(),
+                       second.describe() if second is not None else None, graded, by, context_k,
+                       resamples, seed, qids, measures, results, slices, table, comparisons, agree,
+                       study_measures=study_measures, notes=notes, warnings=warnings)
+    from conformance.rag import study
+
+    result.candidates = study.candidates_from_result(result)
+    if correlate:
+        result.study = study.study_from_result(result, quality, rank_by)
+    return result
+
+
+def _check_ks(ks: Sequence[int]) -> list[int]:
+    out = []
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < 1:
+            raise ConformanceError(f"--k: cutoffs are positive integers, got {k!r}")
+        if int(k) not in out:
+            out.append(int(k))
+    if not out:
+        raise ConformanceError("--k: expected at least one cutoff, such as 1,3,5,10")
+    return sorted(out)
+
+
+def parse_ks(text: str) -> list[int]:
+    ks = []
+    for part in text.split(","):
+        p = part.strip()
+        try:
+            ks.append(int(p))
+        except ValueError:
+            raise ConformanceError(f"--k {text!r}: {p!r} is not an integer; expected cutoffs such as 1,3,5,10") from None
+    return _check_ks(ks)
+
+
+def _slices(gold: Gold, qids: list[str], by: str | None) -> dict[str, np.ndarray]:
+    out = {"all": np.ones(len(qids), bool)}
+    if by is None:
+        return out
+    values = gold.field_values(by)
+    if not values:
+        return out
+    labels = [format_value(values[q]) if q in values and values[q] is not None and not isinstance(values[q], bool)
+              else (str(values[q]).lower() if q in values and isinstance(values[q], bool) else NO_SLICE)
+              for q in qids]
+    for label in sorted(set(labels), key=lambda x: (x == NO_SLICE, x)):
+        out[label] = np.array([x == label for x in labels])
+    return out
+
+
+def _named(measures: list[Measure], gen_names: list[str]) -> list[tuple[str, Measure | None]]:
+    return [(m.text, m) for m in measures] + [(g, None) for g in gen_names]
+
+
+def _metric_columns(r: VariantResult, measures: list[Measure], gen_names: list[str], mask: np.ndarray) -> np.ndarray:
+    """(queries in ``mask``) x (metrics): NaN where a query has no value."""
+    cols = [r.retrieval[m].lower for m in measures] + [r.generation.metric(g) for g in gen_names]
+    return np.stack(cols, axis=1)[mask] if cols else np.zeros((int(mask.sum()), 0))
+
+
+# --------------------------------------------------------------------------------------------
+# a user's callable pipeline
+
+
+def evaluate_pipeline(pipeline: Callable[[str], Mapping[str, Any]], gold: Gold | str | os.PathLike,
+                      ks: Sequence[int] = DEFAULT_KS, *, name: str | None = None, **options) -> RagResult:
+    """Run ``pipeline(question)`` over every gold query and evaluate its outputs as one
+    variant (``options`` as for :func:`evaluate_variants`). A query without a ``query`` text is
+    an error here (the pipeline needs a question)."""
+    gold = gold if isinstance(gold, Gold) else read_gold(gold)
+    name = name or getattr(pipeline, "__name__", None) or "pipeline"
+    source = f"<pipeline {name}>"
+    records = []
+    corpus = options.get("corpus")
+    if corpus is not None and not isinstance(corpus, Mapping):
+        options["corpus"] = corpus = read_corpus(corpus)
+    for q in gold.qids:
+        g = gold.queries[q]
+        if g.query is None:
+            raise InputError(gold.source, f"query {q!r} has no 'query' text to give the pipeline", g.line)
+        rec = pipeline(g.query)
+        if not isinstance(rec, Mapping):
+            raise InputError(source, f"query {q!r}: the pipeline returned {type(rec).__name__}: expected a "
+                                     "mapping with 'retrieved' and 'answer'")
+        records.append((source, None, {"qid": q, **{k: v for k, v in rec.items() if k != "qid"}}))
+    outputs = outputs_from_records(records, name, corpus, source=source)
+    return evaluate_variants(gold, {name: outputs}, ks, **options)

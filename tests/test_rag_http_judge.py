@@ -1,0 +1,134 @@
+"""The chat-completions judge against a local server the test starts (127.0.0.1, a free port,
+bounded: it answers only the requests the test makes and stops with the test).
+
+The server plays a model: it reads the prompt it was sent, and answers support prompts by
+counting, for each numbered claim, whether the word 'parts' occurs in it (2) or not (0), and
+relevance prompts with 0.75; in its other modes it answers with prose, a code fence, an extra
+key, a wrong count, a non-JSON body or an HTTP error, each of which must be recorded as that
+item's error and never counted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conformance.rag.harness import evaluate_variants
+from conformance.rag.judge_http import HTTPJudge
+from conformance.rag.judges import RelevanceTask, SupportTask
+
+
+class _Model(BaseHTTPRequestHandler):
+    mode = "good"
+    seen: list[dict] = []
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        prompt = body["messages"][-1]["content"]
+        if "Claims:" in prompt:
+            claims = re.findall(r"^\d+\. (.*)$", prompt.split("Claims:")[1], re.M)
+            reply = json.dumps({"verdicts": [2 if "parts" in c else 0 for c in claims]})
+        else:
+            reply = json.dumps({"relevance": 0.75})
+        mode = type(self).mode
+        if mode == "prose":
+            reply = "Sure! " + reply
+        elif mode == "fence":
+            reply = "```json\n" + reply + "\n```"
+        elif mode == "extra_key":
+            d = json.loads(reply)
+            d["reason"] = "because"
+            reply = json.dumps(d)
+        elif mode == "wrong_count":
+            reply = json.dumps({"verdicts": [2]}) if "Claims:" in prompt else json.dumps({"relevance": 7})
+        if mode == "http_error":
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(b"overloaded")
+            return
+        payload = b"not json" if mode == "not_json" else json.dumps(
+            {"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture()
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    _Model.mode, _Model.seen = "good", []
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+TASKS = [SupportTask(("Uploads abort after three failed parts.", "The moon is cheese."), ("ctx one", "ctx two"))]
+
+
+def test_good_replies_are_read(server, monkeypatch):
+    monkeypatch.setenv("CONFORMANCE_JUDGE_API_KEY", "test-key")
+    judge = HTTPJudge(server, model="judge-model", workers=2)
+    res = judge.support_many(TASKS * 3)
+    assert [r.grades for r in res] == [[2, 0]] * 3 and all(r.error is None for r in res)
+    rel = judge.relevance_many([RelevanceTask("q?", "a.")])
+    assert rel[0].score == 0.75
+    first = _Model.seen[0]
+    assert first["path"] == "/v1/chat/completions"
+    assert first["body"]["model"] == "judge-model" and first["body"]["temperature"] == 0
+    assert first["auth"] == "Bearer test-key"
+    assert "[1] ctx one\n[2] ctx two" in first["body"]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("mode, fragment", [
+    ("prose", "unparseable reply"),
+    ("fence", "unparseable reply"),
+    ("extra_key", "expected exactly"),
+    ("wrong_count", "1 verdicts for 2 claims"),
+    ("not_json", "unparseable response"),
+    ("http_error", "HTTP 500"),
+])
+def test_replies_that_cannot_be_read_are_recorded(server, mode, fragment):
+    _Model.mode = mode
+    judge = HTTPJudge(server, workers=1)
+    res = judge.support_many(TASKS)
+    assert res[0].grades is None and fragment in res[0].error
+    rel = judge.relevance_many([RelevanceTask("q?", "a.")])
+    assert rel[0].score is None and rel[0].error
+
+
+def test_a_refused_connection_is_recorded():
+    judge = HTTPJudge("http://127.0.0.1:9/v1", timeout=2, workers=1)  # port 9 (discard): nothing listens
+    res = judge.support_many(TASKS)
+    assert res[0].grades is None and "request to" in res[0].error
+
+
+def test_the_harness_over_http_never_counts_an_unreadable_answer(server, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"qid": "q1", "query": "abort", "gold_doc_ids": ["d1"]}) + "\n"
+                    + json.dumps({"qid": "q2", "query": "abort", "gold_doc_ids": ["d1"]}) + "\n")
+    out = tmp_path / "out.jsonl"
+    rec = {"retrieved": [{"doc_id": "d1", "text": "Three failed parts."}],
+           "answer": "Uploads abort after three failed parts. The moon is cheese."}
+    out.write_text(json.dumps({"qid": "q1", **rec}) + "\n" + json.dumps({"qid": "q2", **rec}) + "\n")
+    r = evaluate_variants(str(gold), {"v": str(out)}, [1], judge_url=server, resamples=20)
+    g = r.variants[0].generation
+    assert g.faithfulness.tolist() == [0.5, 0.5] and g.relevance.tolist() == [0.75, 0.75]
+    assert r.judge["name"] == "http" and r.judge["settings"]["url"].endswith("/v1/chat/completions")
+    _Model.mode = "prose"
+    r = evaluate_variants(str(gold), {"v": str(out)}, [1], judge_url=server, resamples=20)
+    g = r.variants[0].generation
+    assert all(math.isnan(x) for x in g.faithfulness) and r.table["all"]["v"]["faithfulness"].interval.n == 0
+    assert any("could not give 2 support" in w for w in r.warnings)
