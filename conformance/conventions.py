@@ -78,8 +78,8 @@ def _parse_gain_map(text: str) -> str:
 
 
 def gain_map(value: str) -> dict[float, float] | None:
-    """The label -> gain map of a custom ``gain`` value, or None for linear/exponential."""
-    if value in ("linear", "exponential"):
+    """The label -> gain map of a custom ``gain`` value, or None for a named gain."""
+    if value in ("linear", "exponential", "binary"):
         return None
     return {float(k): float(v) for k, v in (p.split(":") for p in value.split(","))}
 
@@ -131,7 +131,7 @@ def _parse_int(axis: str, minimum: int) -> Callable[[str], int]:
 
 
 # Named values stored as something other than their text.
-_NAMED_TO_STORED = {("depth", "none"): None}
+_NAMED_TO_STORED = {("depth", "none"): None, ("rounding", "none"): None}
 
 AXES: dict[str, Axis] = {
     a.name: a
@@ -142,6 +142,8 @@ AXES: dict[str, Axis] = {
             {
                 "linear": "gain = rel",
                 "exponential": "gain = 2^rel - 1",
+                "binary": "gain = 1 for a relevant document (label >= relevance_threshold), else 0 "
+                          "(sentence-transformers' NDCG@k, which sees sets of relevant ids)",
             },
             parse_open=_parse_gain_map,
             open_meaning="a label:gain map such as '0:0,1:1,2:3' (unlisted labels keep gain = label)",
@@ -306,6 +308,29 @@ AXES: dict[str, Axis] = {
                         "label (a library given bare score lists has no docid to repeat)",
             },
         ),
+        # identical_ids: read in reference/evaluate.py (_evaluate_group, the kept rows) from
+        # Prepared.identical_rows; every measure family sees the shorter list.
+        Axis(
+            "identical_ids",
+            "a retrieved document whose id equals the query id",
+            {
+                "keep": "it is ranked like any other document",
+                "drop": "it is removed from the run before anything is scored (BEIR's "
+                        "ignore_identical_ids=True); its judgment still counts in R and the "
+                        "ideal, and a query left with no document is scored on an empty list",
+            },
+        ),
+        # rounding: read in reference/evaluate.py (Evaluation.aggregate and _round); every
+        # mean-aggregated family.
+        Axis(
+            "rounding",
+            "the decimal places a library reports its values to",
+            {"none": "full precision"},
+            parse_open=_parse_int("rounding", 0),
+            open_meaning="an integer N >= 0: each query's value and the mean are rounded to N "
+                         "places (Python's round, half to even on the exact binary value), the "
+                         "mean from the unrounded values (BEIR and MTEB: 5)",
+        ),
     ]
 }
 
@@ -348,6 +373,8 @@ class Conventions:
     nonpositive_scores: str = "rank"
     single_document: str = "score"
     duplicates: str = "error"
+    identical_ids: str = "keep"
+    rounding: int | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

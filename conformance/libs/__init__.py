@@ -14,7 +14,9 @@ from conformance.libs.base import Entry, LibraryValues
 
 # Modules holding entries; each defines ENTRIES: list[Entry]. Importing one must not import
 # its library (that happens inside the adapter), so listing entries stays cheap.
-_MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures", "torchmetrics"]
+_MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures", "torchmetrics",
+            # the rag extra
+            "beir", "sentence_transformers"]
 
 
 def all_entries() -> list[Entry]:

@@ -305,6 +305,14 @@ class Prepared:
         label[rows[hit]] = self.qrels_label[order[at_c[hit]]]
         return label
 
+    @cached_property
+    def identical_rows(self) -> np.ndarray:
+        """Per run row: whether its docid equals its query id (``identical_ids=drop``)."""
+        vocab = self._doc_vocab
+        qids = pa.array(self.qids.tolist(), type=vocab.type)
+        query_of_doc = arrow_numpy(ac.index_in(vocab, value_set=qids), fill=-1).astype(np.int64)
+        return query_of_doc[self.run_doc_code] == self.run_q
+
     def kept_rows(self, policy: str) -> np.ndarray:
         """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
         if policy == "keep":
