@@ -27,6 +27,8 @@ FAMILIES: dict[str, tuple[str, str, bool, bool]] = {
     "F1": ("harmonic mean of P@k and R@k", "mean", True, True),
     "Success": ("1 if a relevant document is in the top k", "mean", True, False),
     "RR": ("reciprocal rank of the first relevant document", "mean", True, False),
+    "GranularRR": ("mean of 1/rank over every relevant document in the top k (LlamaIndex's "
+                   "granular MRR)", "mean", True, False),
     "AP": ("average precision", "mean", True, False),
     "Rprec": ("precision at rank R", "mean", False, False),
     "T": ("((1 - alpha) n_p - alpha n_n) / K", "mean", True, True),
@@ -97,7 +99,7 @@ class Measure:
 
 # Families whose value depends on which documents count as relevant (label >= threshold): the
 # ones that accept ir_measures' ``rel=`` and where ranx's ``-lN`` needs no second axis.
-_BINARY = {"P", "R", "F1", "Success", "RR", "AP", "Rprec", "T", "Fe", "NumRel", "NumRelRet"}
+_BINARY = {"P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "T", "Fe", "NumRel", "NumRelRet"}
 _GRADED = {"nDCG", "DCG"}
 
 # trec_eval's cutoff lists when a cutoff measure is named without parameters (``-m P``).
@@ -159,6 +161,8 @@ _NAMES: dict[str, _Name] = {
     "Success": _Name("Success", at=True, params=True),
     "RR": _Name("RR", at=True, params=True),
     "MRR": _Name("RR", at=True, params=True),
+    "GranularRR": _Name("GranularRR", at=True, params=True),
+    "granular_mrr": _Name("GranularRR", at=True),
     "AP": _Name("AP", at=True, params=True),
     "MAP": _Name("AP", at=True, params=True),
     "Rprec": _Name("Rprec", params=True),

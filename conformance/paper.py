@@ -374,6 +374,7 @@ READS: dict[str, tuple[str, ...]] = {
     "F1": _BINARY_READS + ("k_beyond_list",),
     "Success": _BINARY_READS,
     "RR": _BINARY_READS + ("rr_cutoff",),
+    "GranularRR": _BINARY_READS,
     "AP": _BINARY_READS + ("ap_denominator",),
     "Rprec": _BINARY_READS + ("k_beyond_list",),
     "T": _BINARY_READS + ("k_beyond_list",),

@@ -64,7 +64,8 @@ UNUSUAL_EXAMPLES = max(1, EXAMPLES // 3)
 # (family, takes a cutoff): the measures every entry is asked about.
 FAMILIES = [
     ("nDCG", True), ("nDCG", False), ("DCG", True), ("DCG", False),
-    ("AP", False), ("AP", True), ("RR", False), ("RR", True),
+    ("AP", False), ("AP", True), ("RR", False), ("RR", True), ("GranularRR", False),
+    ("GranularRR", True),
     ("P", True), ("R", True), ("R", False), ("Success", True), ("Rprec", False), ("F1", True),
 ]
 # Cutoffs: small ones, ones beyond every generated list (<= 15 documents), and 32 (XGBoost's

@@ -16,7 +16,7 @@ from conformance.libs.base import Entry, LibraryValues
 # its library (that happens inside the adapter), so listing entries stays cheap.
 _MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures", "torchmetrics",
             # the rag extra
-            "beir", "sentence_transformers"]
+            "beir", "sentence_transformers", "llama_index"]
 
 
 def all_entries() -> list[Entry]:
