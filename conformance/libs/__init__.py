@@ -41,6 +41,14 @@ def entry(name: str) -> Entry:
     raise KeyError(f"unknown library entry {name!r}{hint}")
 
 
+def install_command(e: Entry) -> str:
+    """The pip command that adds entry ``e``'s library: its extra of the package (an entry
+    names it in ``extra``; otherwise the extra is named after the library)."""
+    inner = getattr(e, "inner", e)  # an isolated entry wraps the entry that declares it
+    extra = getattr(inner, "extra", "") or inner.library
+    return f"pip install 'conformance[{extra}]'"
+
+
 def default_profile(name: str) -> Conventions | None:
     try:
         return entry(name).default_profile()
@@ -48,4 +56,4 @@ def default_profile(name: str) -> Conventions | None:
         return None
 
 
-__all__ = ["Entry", "LibraryValues", "all_entries", "entry", "default_profile"]
+__all__ = ["Entry", "LibraryValues", "all_entries", "entry", "default_profile", "install_command"]
