@@ -96,3 +96,18 @@ def test_llama_index_facts():
     assert only_value(call("llama_index", "AP", [("q1", "a", 1)], [("q1", "a", 2.0), ("q1", "a", 1.0)])) == 2.0
     # no relevant document: the library raises ValueError
     assert "ValueError" in call("llama_index", "RR", [("q1", "a", 0)], [("q1", "a", 1.0)]).error
+
+
+@pytest.mark.requires_library("llama_index")
+def test_llama_index_refuses_repeats_for_set_metrics_in_a_worker_too():
+    # entries are pickled to their worker process: the refusal must not hang on object identity
+    import pickle
+
+    e = pickle.loads(pickle.dumps(entry("llama_index")))
+    from conformance.data import Qrels, Run
+    from conformance.measures import parse_measure
+
+    m = parse_measure("P@5")
+    lv = e.evaluate(Qrels.from_records([("q1", "a", 1)]),
+                    Run.from_records([("q1", "a", 2.0), ("q1", "a", 1.0)]), [m])[m]
+    assert lv.error is not None and "refused by the adapter" in lv.error

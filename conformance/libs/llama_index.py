@@ -98,12 +98,13 @@ class LlamaIndexEntry(Entry):
     tolerance = 1e-12
 
     def __init__(self, name: str, description: str, classes: dict[str, str],
-                 options: dict[str, dict]):
+                 options: dict[str, dict], sets: frozenset = frozenset()):
         self.name, self.description = name, description
         self.classes, self.options = classes, options
+        self.sets = sets  # families whose metric counts a set of retrieved ids
 
     def _base(self, family: str) -> Conventions:
-        return SET_PROFILE if (family in _SETS and self.classes is _CLASSES) else PROFILE
+        return SET_PROFILE if family in self.sets else PROFILE
 
     def supports(self, measure: Measure) -> bool:
         f, k = measure.family, measure.cutoff
@@ -171,7 +172,7 @@ class LlamaIndexEntry(Entry):
 
 ENTRIES: list[Entry] = [
     LlamaIndexEntry("llama_index", "HitRate, MRR, Precision, Recall, AveragePrecision, NDCG "
-                    "(linear) over each query's top k", _CLASSES, {}),
+                    "(linear) over each query's top k", _CLASSES, {}, frozenset(_SETS)),
     LlamaIndexEntry("llama_index:granular", "HitRate(use_granular_hit_rate=True) as recall, "
                     "MRR(use_granular_mrr=True)", _GRANULAR,
                     {"R": {"use_granular_hit_rate": True}, "GranularRR": {"use_granular_mrr": True}}),
