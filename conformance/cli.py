@@ -626,11 +626,13 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures, c.description)
                     for c in cases]
 
+    from conformance.libs import install_command
+
     available = availability(entries)  # every worker imports its library, at the same time
     for e in entries:
         if not available[e.name]:
             click.echo(f"conformance: warning: {e.name} is not installed; it is reported as "
-                       f"unavailable", err=True)
+                       f"unavailable ({install_command(e)} adds it)", err=True)
     result = _run_with_progress(run_entries, entries, subjects, tol, quiet)
     click.echo(summary.render(result))
     if json_path:
@@ -673,6 +675,7 @@ def libs_command(fmt):
         prof = e.default_profile().to_dict()
         rows.append({"entry": e.name, "library": e.library, "available": available,
                      "version": e.version() if available else None,
+                     "install": None if available else L.install_command(e),
                      "description": e.description, "tolerance": e.tolerance, "profile": prof})
     if fmt == "json":
         click.echo(json.dumps({"entries": rows}, sort_keys=True, indent=1))
@@ -685,7 +688,7 @@ def libs_command(fmt):
     for col in ("entry", "version", "description"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["entry"], r["version"] or "not installed", r["description"])
+        t.add_row(r["entry"], r["version"] or f"not installed: {r['install']}", r["description"])
     console.print(t)
     # profiles as plain columns in blocks that fit the terminal, so no value is cut short
     width = console.width

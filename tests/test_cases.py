@@ -88,6 +88,8 @@ DIFFERING_VALUES = {
     "rr_cutoff": ["honour", "ignore"],
     "rank_source": ["score", "rank_column"],
     "duplicates": ["error", "first", "last"],
+    "identical_ids": ["keep", "drop"],
+    "rounding": [None, 5],
 }
 
 # Two outcomes differ when a value differs by more than this: a claimed convention effect must

@@ -64,7 +64,8 @@ UNUSUAL_EXAMPLES = max(1, EXAMPLES // 3)
 # (family, takes a cutoff): the measures every entry is asked about.
 FAMILIES = [
     ("nDCG", True), ("nDCG", False), ("DCG", True), ("DCG", False),
-    ("AP", False), ("AP", True), ("RR", False), ("RR", True),
+    ("AP", False), ("AP", True), ("RR", False), ("RR", True), ("GranularRR", False),
+    ("GranularRR", True),
     ("P", True), ("R", True), ("R", False), ("Success", True), ("Rprec", False), ("F1", True),
 ]
 # Cutoffs: small ones, ones beyond every generated list (<= 15 documents), and 32 (XGBoost's
@@ -245,9 +246,17 @@ def test_negative_or_fractional_labels(e: Entry, family: str, ks: tuple) -> None
     _check(e, family, ks, UNUSUAL_EXAMPLES, negative=True, fractional=True, require_unusual=True)
 
 
+@pytest.mark.parametrize("e,family,ks", GROUPS)
+def test_duplicate_listings(e: Entry, family: str, ks: tuple) -> None:
+    """Runs that may list a document twice for one query (a RAG retriever's chunks): the entry
+    keeps, collapses or refuses them as its profile's ``duplicates`` says."""
+    _require_available(e)
+    _check(e, family, ks, UNUSUAL_EXAMPLES, duplicates=True)
+
+
 # The long fuzz: CONFORMANCE_FUZZ=N runs N generated cases per entry, each case checked on every
-# measure the entry supports (one cutoff drawn per case), half on clean labels, half with a
-# negative or fractional label. Unset or 0: skipped (reported as skipped, not as passed).
+# measure the entry supports (one cutoff drawn per case), a third on clean labels, a third with a
+# negative or fractional label, a third with documents listed twice. Unset or 0: skipped (reported as skipped, not as passed).
 FUZZ = int(os.environ.get("CONFORMANCE_FUZZ", "0") or 0)
 
 
@@ -270,7 +279,8 @@ def test_fuzz_entry(e: Entry) -> None:
     @settings(max_examples=FUZZ, deadline=None, database=None, print_blob=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(k=st.sampled_from(ks),
-           case=st.one_of(cases(), cases(negative=True, fractional=True, require_unusual=True)))
+           case=st.one_of(cases(), cases(negative=True, fractional=True, require_unusual=True),
+                          cases(duplicates=True)))
     def check(k: int, case: Case) -> None:
         note(case.dump())
         counts["cases"] += 1

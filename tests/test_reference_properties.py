@@ -130,8 +130,8 @@ def all_measures(ks=(1, 3, 5)):
     return [m for f in FAMILIES for m in measures_for(f, ks)]
 
 
-BINARY = ["P", "R", "F1", "Success", "RR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel"]
-NORMALISED = ["P", "R", "F1", "Success", "RR", "AP", "Rprec", "nDCG", "Fe"]
+BINARY = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel"]
+NORMALISED = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "nDCG", "Fe"]
 
 
 REFUSING_TIES = ("average", "unspecified")
@@ -145,7 +145,7 @@ def is_refusal(exc: EvaluationError, conv: Conventions) -> bool:
 
 def may_refuse(m: Measure, conv: Conventions) -> bool:
     """Measures refused under average/unspecified whenever a cut splits a mixed tied group."""
-    return m.family == "Fe" or (
+    return m.family in ("Fe", "GranularRR") or (
         m.family == "AP" and m.cutoff is not None and conv.ap_denominator == "retrieved_relevant")
 
 
@@ -154,7 +154,7 @@ def documented_refusal(m: Measure, conv: Conventions) -> bool:
     that moves a denominator (Fe; AP over retrieved relevant; anything over the retrieved ideal
     when the list is cut to a depth)."""
     cut = m.cutoff is not None or conv.depth is not None
-    return m.family == "Fe" or (
+    return m.family in ("Fe", "GranularRR") or (
         m.family == "AP" and conv.ap_denominator == "retrieved_relevant" and cut) or (
         conv.ideal == "retrieved" and conv.depth is not None)
 

@@ -13,7 +13,9 @@ from conformance.libs.base import Entry, LibraryValues
 
 # Modules holding entries; each defines ENTRIES: list[Entry]. Importing one must not import
 # its library (that happens inside the adapter), so listing entries stays cheap.
-_MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures", "torchmetrics"]
+_MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures", "torchmetrics",
+            # the rag extra
+            "beir", "sentence_transformers", "llama_index"]
 
 
 def all_entries() -> list[Entry]:
@@ -38,4 +40,12 @@ def entry(name: str) -> Entry:
     raise KeyError(f"unknown library entry {name!r}{hint}")
 
 
-__all__ = ["Entry", "LibraryValues", "all_entries", "entry"]
+def install_command(e: Entry) -> str:
+    """The pip command that adds entry ``e``'s library: its extra of the package (an entry
+    names it in ``extra``; otherwise the extra is named after the library)."""
+    inner = getattr(e, "inner", e)  # an isolated entry wraps the entry that declares it
+    extra = getattr(inner, "extra", "") or inner.library
+    return f"pip install 'conformance[{extra}]'"
+
+
+__all__ = ["Entry", "LibraryValues", "all_entries", "entry", "install_command"]

@@ -75,7 +75,7 @@ PROFILE = Conventions(
     # depth=none (the default): the whole group is scored
     # score_precision=float64 (the default): init_score and the metric's scores are double
     # rank_source=score (the default)
-    # duplicates=error (the default): a validated Run holds each (query, doc) once
+    duplicates="keep",  # _listwise passes every listing: the library sees scores, not docids
 )
 LINEAR_PROFILE = PROFILE.replace(
     gain="linear",  # label_gain=[0, 1, ..., 30]: gain = label for every label LightGBM accepts

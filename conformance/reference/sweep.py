@@ -270,8 +270,8 @@ class _Whole:
 
 def _gain_key(conv: Conventions) -> tuple:
     """The axes ``ranking.gains`` reads."""
-    return (conv.gain, conv.threshold_scope,
-            conv.relevance_threshold if conv.threshold_scope == "graded" else None)
+    reads_threshold = conv.threshold_scope == "graded" or conv.gain == "binary"
+    return (conv.gain, conv.threshold_scope, conv.relevance_threshold if reads_threshold else None)
 
 
 @dataclass
@@ -446,8 +446,7 @@ class _Engine:
         return self._R[key]
 
     def judged_gain(self, lv, conv: Conventions) -> tuple[tuple, np.ndarray]:
-        gk = (lv, conv.gain, conv.threshold_scope,
-              conv.relevance_threshold if conv.threshold_scope == "graded" else None)
+        gk = (lv,) + _gain_key(conv)
         if gk not in self._jgain:
             self._jgain[gk] = gains(self.judged(lv)[1], conv)
         return gk, self._jgain[gk]
@@ -526,8 +525,9 @@ class _Engine:
     @staticmethod
     def _threshold_idle(conv: Conventions) -> bool:
         """nDCG and DCG read the relevance threshold only through their gains
-        (``threshold_scope=graded``); their refusals (``require_fixed_gains``) read gains too."""
-        return conv.threshold_scope == "binary"
+        (``threshold_scope=graded``, or ``gain=binary``, whose gain is relevance); their refusals
+        (``require_fixed_gains``) read gains too."""
+        return conv.threshold_scope == "binary" and conv.gain != "binary"
 
     def formula_key(self, m: Measure, conv: Conventions) -> tuple:
         """Equal keys, equal formula results (values and empty queries) for ``m``: the axes
