@@ -598,8 +598,7 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
     input, 3 on an internal error.
     """
     from conformance import summary
-    from conformance.libs._worker import DEFAULT_TIMEOUT, isolate
-    from conformance.runner import Subject, availability, run_entries
+    from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries, statuses
 
     entries = isolate(_select_entries(libs), DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout)
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
@@ -626,11 +625,13 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures, c.description)
                     for c in cases]
 
-    available = availability(entries)  # every worker imports its library, at the same time
+    status = statuses(entries)  # every worker imports its library, at the same time
     for e in entries:
-        if not available[e.name]:
-            click.echo(f"conformance: warning: {e.name} is not installed; it is reported as "
-                       f"unavailable", err=True)
+        if not status[e.name].available:
+            slow = status[e.name].state == "import_timed_out"
+            hint = "; raise --lib-timeout to wait longer" if slow else ""
+            click.echo(f"conformance: warning: {e.name} {status[e.name].describe()}{hint}; it is "
+                       "reported as unavailable", err=True)
     result = _run_with_progress(run_entries, entries, subjects, tol, quiet)
     click.echo(summary.render(result))
     if json_path:
@@ -659,19 +660,28 @@ def _run_with_progress(run_entries, entries, subjects, tol, quiet):
 @main.command("libs")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
+@click.option("--lib-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Give up on a library whose import has not finished after this long; 0: no "
+                   "limit.  [default: 300]")
 @reports_errors
-def libs_command(fmt):
-    """List the library entries, their installed versions, and each entry's profile across the
-    convention axes."""
+def libs_command(fmt, lib_timeout):
+    """List the library entries, their installed versions (or why one cannot be used), and each
+    entry's profile across the convention axes."""
     from conformance import libs as L
     from conformance.conventions import AXES
+    from conformance.runner import DEFAULT_TIMEOUT, isolate, statuses
 
     entries = L.all_entries()
+    # each library imported in its worker, all at once: one that crashes or hangs on import
+    # is reported as such, and costs neither this process nor the others' time
+    status = statuses(isolate(entries, DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout))
     rows = []
     for e in entries:
-        available = e.available()
+        available = status[e.name].available
         prof = e.default_profile().to_dict()
         rows.append({"entry": e.name, "library": e.library, "available": available,
+                     "status": status[e.name].state,
+                     "problem": None if available else status[e.name].describe(),
                      "version": e.version() if available else None,
                      "description": e.description, "tolerance": e.tolerance, "profile": prof})
     if fmt == "json":
@@ -685,8 +695,11 @@ def libs_command(fmt):
     for col in ("entry", "version", "description"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["entry"], r["version"] or "not installed", r["description"])
+        t.add_row(r["entry"], r["version"] or "unavailable", r["description"])
     console.print(t)
+    for r in rows:
+        if r["problem"] is not None:
+            click.echo(f"{r['entry']}: {r['problem']}")
     # profiles as plain columns in blocks that fit the terminal, so no value is cut short
     width = console.width
     axis_w = max(len(a) for a in AXES) + 2

@@ -108,9 +108,10 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
                 f"{shown}{f' and {more} more' if more > 0 else ''}", err=True)
         if not no_live:
             for e in entries:
-                if not e.available():
-                    click.echo(f"conformance: warning: {e.name} is not installed; judged by its "
-                               "declared profile only", err=True)
+                status = e.import_status()
+                if not status.available:
+                    click.echo(f"conformance: warning: {e.name} {status.describe()}; judged by "
+                               "its declared profile only", err=True)
     result = _with_progress(
         lambda progress: paper.check_paper(qrels, run, reported, entries=entries, live=not no_live,
                                            per_query_file=per_query, progress=progress),
