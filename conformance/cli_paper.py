@@ -16,26 +16,28 @@ import sys
 
 import click
 
+from conformance import outputs
 from conformance.cli import main, reports_errors
 from conformance.errors import ConformanceError
 
 
 def _html_writer():
-    """``conformance.report.html.write_paper``, or a clear error while it does not exist yet."""
+    """A writer of the check-paper HTML report (``conformance.report.html.render_paper``, written
+    whole or not at all), or a clear error while the report does not exist yet."""
     try:
         from conformance.report import html as report_html
     except ModuleNotFoundError as exc:
         if exc.name not in ("conformance.report", "conformance.report.html"):
             raise
         report_html = None
-    write = getattr(report_html, "write_paper", None)
-    if write is None:
-        # TODO: remove once conformance.report.html.write_paper(result, path) exists.
+    render = getattr(report_html, "render_paper", None)
+    if render is None:
+        # TODO: remove once conformance.report.html.render_paper(result) exists.
         raise ConformanceError(
             "--html: the check-paper HTML report is not yet available "
-            "(conformance.report.html.write_paper does not exist yet); use --json for now"
+            "(conformance.report.html.render_paper does not exist yet); use --json for now"
         )
-    return write
+    return lambda result, path: outputs.write_text(path, render(result), make_parents=True)
 
 
 @main.command("check-paper")
@@ -119,12 +121,13 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
     )
     if not quiet and result.sweep.facts.scored_queries == 0:
         click.echo("conformance: warning: the run and the qrels share no query", err=True)
-    click.echo(result.render(), nl=False)
+    # the files first, whole or not at all (see ``conformance.outputs``): a reader of stdout
+    # that goes away (| head) or a stop signal during the summary cannot cost them
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
-            fh.write(result.dumps())
+        outputs.write_text(json_path, result.dumps())
     if write_html is not None:
         write_html(result, html_path)
+    click.echo(result.render(), nl=False)
 
 
 def _with_progress(work, quiet: bool):
