@@ -9,6 +9,16 @@ request to report it, and exit status 3 (distinct from 2, so a script can tell i
 from our bug). The traceback is printed only when the environment sets ``CONFORMANCE_DEBUG=1``.
 No traceback reaches a user otherwise.
 
+Signals and closed outputs (the console entry point, :func:`console`): SIGINT (Ctrl-C), SIGTERM
+and SIGHUP stop any command the same way: the work unwinds (library workers are killed, an
+output file being written is left as it was), one line ``conformance: stopped by SIGTERM`` goes
+to stderr, and the exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
+129 for SIGHUP), never 1, which ``run`` gives for an unexplained disagreement. A signal the
+process inherited as ignored (``nohup``, a background job of a non-interactive shell) stays
+ignored. When stdout's reader goes away (``| head -1``) the command ends quietly with exit
+status 141 (128 + SIGPIPE, what a program killed by SIGPIPE reports); with stdout closed
+(``>&-``) what it would print is discarded, as with ``>/dev/null``.
+
 Unusual but valid input is evaluated, and each oddity gets a ``conformance: warning:`` line on
 stderr (``--quiet`` silences them): rows ignored (duplicates, empty queries), rows with fields
 past the layout's, queries found in only one of the two files, negative or fractional labels (and
@@ -45,7 +55,10 @@ import io as _stdio
 import json
 import math
 import os
+import signal
 import sys
+import threading
+import time
 from contextlib import ExitStack
 from typing import Any, NoReturn
 
@@ -53,13 +66,14 @@ import click
 
 from conformance import __version__
 from conformance.conventions import AXES, ConventionError, Conventions, format_value
-from conformance.errors import ConformanceError
+from conformance.errors import ConformanceError, Stopped
 from conformance.measures import Measure, MeasureError, parse_measures
 
 DEFAULT_METRICS = "nDCG@10,AP,RR,P@10"
 USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
 HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list is warned about
 INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
+BROKEN_PIPE = 128 + 13  # stdout's reader went away: the status of a process killed by SIGPIPE
 
 
 def _fail(message: str) -> NoReturn:
@@ -83,18 +97,37 @@ def reports_errors(func):
             return func(*args, **kwargs)
         except BrokenPipeError:
             # The reader stopped reading (``| head``): stop quietly, as Unix tools do.
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError, _stdio.UnsupportedOperation):
-                pass
-            raise click.exceptions.Exit(1) from None
+            _discard_stdout()
+            raise click.exceptions.Exit(BROKEN_PIPE) from None
         except USER_ERRORS as exc:
             _fail(str(exc))
         except OSError as exc:
             _fail(_os_message(exc))
 
     return wrapper
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that what is still buffered for a reader that went away
+    is not written again at exit (with "Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, _stdio.UnsupportedOperation):
+        pass
+
+
+_told: list[bool] = []  # the "stopped by" line was printed
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    """One line for a stop signal; its exit status (a bare KeyboardInterrupt is SIGINT's)."""
+    signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+    if not _told:
+        _told.append(True)
+        click.echo(f"conformance: stopped by {signal.Signals(signum).name}", err=True)
+    return 128 + signum
 
 
 def _internal_error(exc: BaseException) -> NoReturn:
@@ -124,8 +157,8 @@ class _Guarded(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except KeyboardInterrupt:
-            raise click.exceptions.Abort() from None
+        except KeyboardInterrupt as exc:  # Ctrl-C or a stop signal (see ``console``)
+            raise click.exceptions.Exit(_stopped(exc)) from None
         except USER_ERRORS as exc:  # raised outside a command's own handler
             _fail(str(exc))
         except Exception as exc:
@@ -595,11 +628,10 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
     (past --lib-timeout) gets that recorded as its error for the case, and the run goes on.
 
     Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
-    input, 3 on an internal error.
+    input, 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
     """
-    from conformance import summary
-    from conformance.libs._worker import DEFAULT_TIMEOUT, isolate
-    from conformance.runner import Subject, availability, run_entries
+    from conformance import outputs, summary
+    from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries, statuses
 
     entries = isolate(_select_entries(libs), DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout)
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
@@ -626,22 +658,23 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures, c.description)
                     for c in cases]
 
-    from conformance.libs import install_command
-
-    available = availability(entries)  # every worker imports its library, at the same time
+    status = statuses(entries)  # every worker imports its library, at the same time
     for e in entries:
-        if not available[e.name]:
-            click.echo(f"conformance: warning: {e.name} is not installed; it is reported as "
-                       f"unavailable ({install_command(e)} adds it)", err=True)
+        if not status[e.name].available:
+            slow = status[e.name].state == "import_timed_out"
+            hint = "; raise --lib-timeout to wait longer" if slow else ""
+            click.echo(f"conformance: warning: {e.name} {status[e.name].describe()}{hint}; it is "
+                       "reported as unavailable", err=True)
     result = _run_with_progress(run_entries, entries, subjects, tol, quiet)
-    click.echo(summary.render(result))
+    # the files first, whole or not at all: a reader of stdout that goes away (| head) or a
+    # stop signal during the summary cannot cost them
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
-            fh.write(result.dumps())
+        outputs.write_text(json_path, result.dumps())
     if html_path:
         from conformance.report import html as report_html
 
-        report_html.write(result, html_path)
+        outputs.write_text(html_path, report_html.render(result), make_parents=True)
+    click.echo(summary.render(result))
     raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
 
 
@@ -661,21 +694,30 @@ def _run_with_progress(run_entries, entries, subjects, tol, quiet):
 @main.command("libs")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
+@click.option("--lib-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Give up on a library whose import has not finished after this long; 0: no "
+                   "limit.  [default: 300]")
 @reports_errors
-def libs_command(fmt):
-    """List the library entries, their installed versions, and each entry's profile across the
-    convention axes."""
+def libs_command(fmt, lib_timeout):
+    """List the library entries, their installed versions (or why one cannot be used), and each
+    entry's profile across the convention axes."""
     from conformance import libs as L
     from conformance.conventions import AXES
+    from conformance.runner import DEFAULT_TIMEOUT, isolate, statuses
 
     entries = L.all_entries()
+    # each library imported in its worker, all at once: one that crashes or hangs on import
+    # is reported as such, and costs neither this process nor the others' time
+    status = statuses(isolate(entries, DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout))
     rows = []
     for e in entries:
-        available = e.available()
+        available = status[e.name].available
         prof = e.default_profile().to_dict()
         rows.append({"entry": e.name, "library": e.library, "available": available,
+                     "status": status[e.name].state,
+                     "problem": None if available else status[e.name].describe(),
                      "version": e.version() if available else None,
-                     "install": None if available else L.install_command(e),
+                     "install": None if available else e.install_command(),
                      "description": e.description, "tolerance": e.tolerance, "profile": prof})
     if fmt == "json":
         click.echo(json.dumps({"entries": rows}, sort_keys=True, indent=1))
@@ -688,8 +730,11 @@ def libs_command(fmt):
     for col in ("entry", "version", "description"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["entry"], r["version"] or f"not installed: {r['install']}", r["description"])
+        t.add_row(r["entry"], r["version"] or f"unavailable ({r['install']})", r["description"])
     console.print(t)
+    for r in rows:
+        if r["problem"] is not None:
+            click.echo(f"{r['entry']}: {r['problem']}")
     # profiles as plain columns in blocks that fit the terminal, so no value is cut short
     width = console.width
     axis_w = max(len(a) for a in AXES) + 2
@@ -720,33 +765,132 @@ from conformance import cli_rag as _cli_rag  # noqa: E402,F401
 _evaluated = False  # set by ``eval`` once its result is computed
 
 
+_signalled: list[int] = []  # the stop signal received, if any (see ``_stop_on_signals``)
+STOP_DEADLINE = 1.5  # seconds the orderly stop may take before the process leaves at once
+
+
+def _stop_on_signals() -> None:
+    """SIGINT, SIGTERM and SIGHUP raise ``Stopped`` in the main thread, so that each unwinds
+    the work as Ctrl-C does (the runner kills its workers, an output being written is removed).
+    A signal inherited as ignored stays ignored; one that comes while the first is handled is
+    ignored, so the stopping itself is not cut short.
+
+    Python runs a handler only between bytecodes of the main thread, so a signal that comes
+    while the main thread sits in a long native call would wait for that call. So the signal is
+    also written, at once, to a wakeup pipe (``signal.set_wakeup_fd``) that a watchdog thread
+    reads: if the process is still here ``STOP_DEADLINE`` seconds after the first stop signal,
+    the watchdog kills the library workers, removes the output being written and leaves with
+    the same status."""
+
+    def stop(signum, frame):
+        if _signalled:
+            return
+        _signalled.append(signum)
+        raise Stopped(signum)
+
+    handled = set()
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)  # no SIGHUP on Windows
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, stop)
+            handled.add(int(sig))
+    if handled:
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        threading.Thread(target=_leave_after_deadline, args=(wake_read, handled),
+                         name="stop-deadline", daemon=True).start()
+
+
+def _leave_after_deadline(wake_read: int, handled: set[int]) -> None:
+    while True:
+        signum = os.read(wake_read, 1)[0]
+        if signum in handled:
+            break
+    time.sleep(STOP_DEADLINE)
+    for name, cleanup in (("conformance.isolation", "kill_all"),
+                          ("conformance.outputs", "discard_partial")):
+        module = sys.modules.get(name)  # only what this command imported has work to undo
+        if module is not None:
+            getattr(module, cleanup)()
+    if not _told:
+        os.write(2, f"conformance: stopped by {signal.Signals(signum).name}\n".encode())
+    os._exit(128 + signum)
+
+
+def _open_std_streams() -> None:
+    """A closed stdin, stdout or stderr (``>&-``) becomes /dev/null: what would be printed is
+    discarded, and no pipe the command opens can take the descriptor's number."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            setattr(sys, name, open(fd, mode, closefd=False))
+        if getattr(sys, name) is None:  # closed at start, its number since taken by a file
+            setattr(sys, name, open(os.devnull, mode))
+
+
 def console() -> None:
-    """The ``conformance`` console script: :func:`main`, and after a successful ``eval``, an
-    exit that skips the interpreter's teardown.
+    """The ``conformance`` console script: :func:`main` with the signal and closed-output
+    handling of the module docstring, and after a successful ``eval``, an exit that skips the
+    interpreter's teardown.
 
     At exit Python frees every object and module one by one; after ``eval`` on a 2M-row run
     that took ~0.1 s of a ~2 s command, spent releasing arrays the process is about to give
     back whole. ``eval`` starts no process or thread that outlives it and holds no file open for
     writing, so after flushing stdout and stderr nothing is lost by leaving at once. Every other
-    command, and every error, exits the usual way (``conformance run``'s worker processes are
-    stopped by their own exit handlers).
+    command, and every error, closes the library workers (together, cleanly) and exits the
+    usual way.
     """
+    _open_std_streams()  # first: the signals' wakeup pipe must not take a closed stream's number
+    _stop_on_signals()
     try:
         main()
-    except SystemExit as stop:
-        if not _evaluated or stop.code not in (0, None):
-            raise
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt as exc:  # a stop signal outside any command
+        code = _stopped(exc)
+    if _signalled and code != 128 + _signalled[0]:  # Click took it for an Abort ("Aborted!")
+        code = _stopped(Stopped(_signalled[0]))
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # the reader went away at the last write
+        _discard_stdout()
+        if code in (0, 1, None):
+            code = BROKEN_PIPE
+    if _evaluated and code in (0, None):
         try:
-            sys.stdout.flush()
             sys.stderr.flush()
         except (OSError, ValueError):
-            raise stop from None  # a closed or broken stream: let Python's exit report it
+            pass
         os._exit(0)
+    isolation = sys.modules.get("conformance.isolation")  # imported only where workers ran
+    if isolation is not None:
+        try:
+            # idle workers end cleanly (in parallel, as long as a worker's own exit takes,
+            # under a second); when stopping, they are killed at once
+            isolation.close_all(grace=0 if _signalled else isolation.CLOSE_GRACE)
+        except KeyboardInterrupt as exc:  # a stop signal while closing: the rest were killed
+            code = _stopped(exc)
+    if _signalled:  # everything is undone: leave without the interpreter's slow teardown
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
     # Under `python -m conformance.cli` this file runs as __main__, while other modules (such
-    # as cli_paper) register their commands on the importable conformance.cli.main: run that.
-    from conformance.cli import main as _package_main
+    # as cli_paper) register their commands on the importable conformance.cli.main: run the
+    # console entry point of that module.
+    from conformance.cli import console as _package_console
 
-    _package_main()
+    _package_console()

@@ -276,6 +276,11 @@ def with_faulty_entries(monkeypatch):
         return real() + [FaultyEntry(f) for f in FAULTS]
 
     monkeypatch.setattr(L, "all_entries", entries)
+    # conformance.profiles holds its own reference (``from conformance.libs import
+    # all_entries``), taken when it was first imported, maybe by an earlier test
+    from conformance import profiles
+
+    monkeypatch.setattr(profiles, "all_entries", entries)
     yield
 
 
@@ -304,7 +309,8 @@ def test_faulty_library_workers_do_not_stop_the_run(with_faulty_entries, tmp_pat
 
 
 def test_worker_restarts_after_a_crash_and_the_next_case_is_evaluated():
-    from conformance.libs._worker import IsolatedEntry, worker
+    from conformance.isolation import worker
+    from conformance.runner import IsolatedEntry
     from conformance.measures import parse_measures
 
     qrels = cio.read_qrels(CORPUS / "good.qrels")
@@ -322,7 +328,7 @@ class ImportCrashEntry(FaultyEntry):
     """A library whose import kills its process: availability is asked of the worker, so the
     crash costs that library (reported unavailable), not the run."""
 
-    def available(self) -> bool:
+    def import_status(self):
         os.abort()
 
 
@@ -340,7 +346,7 @@ class SlowFirstCaseEntry(FaultyEntry):
 
 
 def test_a_library_whose_import_crashes_is_unavailable_and_the_rest_run():
-    from conformance.libs._worker import isolate
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -359,7 +365,7 @@ def test_a_library_whose_import_crashes_is_unavailable_and_the_rest_run():
 def test_libraries_run_at_the_same_time_but_results_keep_case_order():
     """A library slow on the first case does not reorder anything: every case's comparisons
     come in case order, with the values each library gives on its own, in-process."""
-    from conformance.libs._worker import isolate
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -386,7 +392,8 @@ def test_ctrl_c_stops_a_run_at_once_even_while_a_library_hangs():
     (not after --lib-timeout, here 300 s), and the hanging worker is killed."""
     import threading
 
-    from conformance.libs._worker import isolate, worker
+    from conformance.isolation import worker
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -427,7 +434,8 @@ def test_killing_the_real_trec_eval_worker_mid_run_is_recorded():
     with the square of the largest label); seeing that child is seeing the worker mid-case."""
     import threading
 
-    from conformance.libs._worker import isolate, worker
+    from conformance.isolation import worker
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
