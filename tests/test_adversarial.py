@@ -47,7 +47,7 @@ from hypothesis import strategies as st
 from conformance import io as cio
 from conformance import libs as L
 from conformance.cli import main
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.errors import InputError
 from conformance.libs.base import Entry, LibraryValues
 from conformance.libs.trec_eval import PROFILE as TREC_PROFILE

@@ -25,8 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import io
-from conformance.data import Qrels, Run
 from conformance.errors import InputError
+from conformance.io import columnar, encode, trec
+from conformance.io.data import Qrels, Run
+from conformance.io.text import Text
 
 PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "trec_eval")
 LONG_FUZZ = os.environ.get("CONFORMANCE_LONG_FUZZ") == "1"
@@ -124,7 +126,7 @@ def test_fast_path_taken_only_on_clean_files():
     names = ["qid", "q0", "docid", "rank", "score", "tag"]
 
     def fast(text: str | bytes):
-        return io._fast_parse(io._Text("x", text if isinstance(text, bytes) else text.encode()), names, "score")
+        return trec._fast_parse(Text("x", text if isinstance(text, bytes) else text.encode()), names, "score")
 
     assert fast(RUN_TEXT) is not None
     assert fast(VARIANTS["tabs"]) is not None
@@ -226,7 +228,7 @@ def test_mapped_file_names_the_bad_line(tmp_path):
     if os.name == "posix":
         import mmap
 
-        assert isinstance(io._Text.open(path).data, mmap.mmap)
+        assert isinstance(Text.open(path).data, mmap.mmap)
     expect_error(io.read_run, path, line=4, contains=("not valid UTF-8",))
     path = write(tmp_path, "r2.txt", RUN_TEXT + "q9 Q0 d1 1 x t\n")
     expect_error(io.read_run, path, line=4, contains=("'x'", "not a number"))
@@ -472,7 +474,7 @@ def test_large_run_matches_a_plain_python_parse(tmp_path):
 @given(st.lists(st.text(alphabet="0123456789+-.eEinfatyINFATY_x ", min_size=1, max_size=7), min_size=1, max_size=30))
 def test_rank_number_pattern_matches_arrow_cast(tokens):
     """The rank column's fallback pattern accepts exactly what Arrow's cast reads."""
-    matched = pc.match_substring_regex(pa.array(tokens), io._NUMBER).to_pylist()
+    matched = pc.match_substring_regex(pa.array(tokens), columnar.NUMBER).to_pylist()
     for token, ok in zip(tokens, matched):
         try:
             pc.cast(pa.array([token]), pa.float64())
@@ -486,7 +488,7 @@ def test_rank_number_pattern_matches_arrow_cast(tokens):
             expected.append(pc.cast(pa.array([token]), pa.float64())[0].as_py())
         except pa.ArrowInvalid:
             expected.append(math.nan)
-    got = io._lenient_float(pa.array(tokens)).tolist()
+    got = columnar.lenient_float(pa.array(tokens)).tolist()
     assert [x if not math.isnan(x) else "nan" for x in got] == [x if not math.isnan(x) else "nan" for x in expected]
 
 
@@ -505,7 +507,7 @@ ids = st.text(alphabet=st.sampled_from(["a", "b", "\x00", "é", "#", "0", "z"]),
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(ids, min_size=1, max_size=200), hash_bits=st.sampled_from([None, 0, 1, 3, 8]))
 def test_factorize_sort_matches_arrow(values, hash_bits):
-    codes, vocab = io._factorize(pa.array(values, pa.string()), method="sort", hash_bits=hash_bits)
+    codes, vocab = encode.factorize(pa.array(values, pa.string()), method="sort", hash_bits=hash_bits)
     ref_codes, ref_vocab = _reference_encode(values)
     assert codes.tolist() == ref_codes and vocab.tolist() == ref_vocab
 
@@ -513,10 +515,10 @@ def test_factorize_sort_matches_arrow(values, hash_bits):
 def test_factorize_long_ids_and_chunked_input():
     values = ["x" * 70 + str(i % 50) for i in range(300)] + ["short", "", "short"]
     chunked = pa.chunked_array([pa.array(values[:100]), pa.array(values[100:])])
-    codes, vocab = io._factorize(chunked, method="sort")
+    codes, vocab = encode.factorize(chunked, method="sort")
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(values)
     sliced = pa.array(["zz", "a", "b", "a"] * 3).slice(3, 7)
-    codes, vocab = io._factorize(sliced, method="sort", hash_bits=2)
+    codes, vocab = encode.factorize(sliced, method="sort", hash_bits=2)
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(sliced.to_pylist())
 
 
@@ -539,7 +541,7 @@ def test_factorize_runs_matches_arrow(groups, cuts, offset):
     table codes them, whatever the chunking; too many groups decline (None)."""
     values = [v for v, size in groups for _ in range(size)]
     column = _chunked(values, cuts, offset)
-    out = io._factorize_runs(column)
+    out = encode.factorize_runs(column)
     changes = sum(1 for a, b in zip(values, values[1:]) if a != b)
     if out is None:  # declined only when not worth it: a group starts at each change and chunk
         assert (changes + column.num_chunks) * 16 > len(values)
@@ -550,12 +552,12 @@ def test_factorize_runs_matches_arrow(groups, cuts, offset):
 
 def test_factorize_picks_runs_for_grouped_qids_and_falls_back_when_not_grouped():
     grouped = [f"q{i}" for i in range(1000) for _ in range(100)]  # a run: 100 rows a query
-    codes, vocab = io._factorize(_chunked(grouped, [12345, 50000], 0))
+    codes, vocab = encode.factorize(_chunked(grouped, [12345, 50000], 0))
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(grouped)
-    assert io._factorize_runs(pa.array(grouped)) is not None
+    assert encode.factorize_runs(pa.array(grouped)) is not None
     interleaved = [f"q{i % 1000}" for i in range(100_000)]  # few ids, never two alike in a row
-    assert io._factorize_runs(pa.array(interleaved)) is None
-    codes, vocab = io._factorize(pa.array(interleaved))
+    assert encode.factorize_runs(pa.array(interleaved)) is None
+    codes, vocab = encode.factorize(pa.array(interleaved))
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(interleaved)
 
 
@@ -566,9 +568,9 @@ def test_empty_and_comment_checks_match_arrow(values, cuts, offset):
     """The fast reader's in-place checks of a parsed column against Arrow's kernels."""
     column = _chunked(values, cuts, offset)
     has_empty = pc.min(pc.binary_length(column)).as_py() == 0 if values else False
-    assert io._has_empty(column) == has_empty
+    assert trec._has_empty(column) == has_empty
     if not has_empty:
-        assert io._starts_with_hash(column) == pc.any(pc.starts_with(column, "#")).as_py() if values else True
+        assert trec._starts_with_hash(column) == pc.any(pc.starts_with(column, "#")).as_py() if values else True
 
 
 def test_fast_read_keeps_the_rank_column_until_it_is_used(tmp_path):
@@ -747,8 +749,9 @@ def test_run_frame_errors(frame, line, fragment):
 
 
 def test_qrels_frame_errors():
-    expect_error(io.qrels_from_frame, pd.DataFrame({"qid": ["q"], "docid": ["d"], "grade": [1]}), line=None,
-                 contains=("relevance / label / rel",))
+    # "grade" names the label now (frames.ALIASES): a column no alias names is refused
+    expect_error(io.qrels_from_frame, pd.DataFrame({"qid": ["q"], "docid": ["d"], "stars": [1]}), line=None,
+                 contains=("relevance / label / rel", "'stars'"))
     expect_error(io.qrels_from_frame, pd.DataFrame({"qid": ["q", "q"], "docid": ["d", "d"], "rel": [1, 0]}),
                  line=2, contains=("label 1 on row 1", "label 0 on row 2"))
 
