@@ -4,7 +4,8 @@ Nothing here knows what a run or a qrels is. It holds:
 
 * conversions between numpy and Arrow that never import pandas (``pa.array`` on numpy or on a
   list imports it, about half a second): :func:`numpy_arrow`, :func:`arrow_numpy`,
-  :func:`arrow_offsets`, :func:`arrow_strings`;
+  :func:`arrow_offsets`, :func:`arrow_strings`; and :func:`read_csv`, Arrow's threaded CSV
+  reader returning only once its threads have let go of the input;
 * :class:`LazyRange`, row numbers held as their two ends, and :func:`line_numbers`;
 * 64-bit hashing of (query, docid) pairs in cache-sized blocks (:func:`pair_hash`,
   :func:`row_blocks`), and :class:`DocWords`, docids as fixed-width words, for equality and
@@ -82,6 +83,38 @@ def _bits(buffer, offset: int, n: int) -> np.ndarray:
     """n booleans from an Arrow bitmap (least significant bit first) starting at bit ``offset``."""
     raw = np.frombuffer(buffer, np.uint8) if n else np.zeros(0, np.uint8)
     return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(np.bool_)
+
+
+def read_csv(data, start: int = 0, **options):
+    """``pyarrow.csv.read_csv`` over ``data[start:]`` (bytes, a bytearray or an mmap), returned
+    only once Arrow's threads have let go of ``data``.
+
+    Arrow's multi-threaded CSV reader runs its last callback on a worker thread of Arrow's pool,
+    which may still hold the reader, and so the buffer over ``data``, after ``read_csv`` has
+    returned. Dropping that buffer releases a Python object and needs the GIL: when the
+    interpreter is exiting by then (an error found right after the read, exit status 2), the
+    worker is ended inside C++ code that may not be unwound, and the process aborts
+    ("terminate called without an active exception", SIGABRT; about 1 run in 300 of
+    ``conformance eval`` on a bad qrels file, seen in a core dump: ``PyBuffer::~PyBuffer`` in
+    ``AsyncThreadedTableReader``'s disposal). A buffer exported by ``data`` holds a reference to
+    it, so waiting until ``data``'s reference count is back to what it was is waiting for that
+    worker (microseconds; at most a second, then the read goes on regardless)."""
+    import sys
+    import time
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    before = sys.getrefcount(data)
+    buffer = pa.py_buffer(data)
+    try:
+        table = pcsv.read_csv(pa.BufferReader(buffer[start:] if start else buffer), **options)
+    finally:
+        del buffer
+        deadline = time.monotonic() + 1.0
+        while sys.getrefcount(data) > before and time.monotonic() < deadline:
+            time.sleep(0.0001)  # releases the GIL, which the worker needs to let go
+    return table
 
 
 def arrow_offsets(strings) -> np.ndarray:

@@ -34,7 +34,7 @@ import pyarrow.csv as pcsv
 
 from conformance.errors import InputError
 from conformance.io import kernels as ac
-from conformance.io.columnar import LazyRange
+from conformance.io.columnar import LazyRange, read_csv
 from conformance.io.frames import parse_columns
 from conformance.io.roles import QRELS_ROLES, RUN_ROLES, find_columns
 from conformance.io.limits import Limits
@@ -103,8 +103,8 @@ def parse_csv(path: str | os.PathLike, kind: str, fmt: str, columns: Mapping[str
         raise InputError(name, "no data rows: the file has only a header")
     used = [c for c in found.values() if c is not None]
     try:
-        table = pcsv.read_csv(
-            pa.BufferReader(pa.py_buffer(data)[body:]),
+        table = read_csv(
+            data, body,
             read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
             parse_options=pcsv.ParseOptions(
                 delimiter=DELIMITERS[fmt], quote_char='"' if fmt == "csv" else False,

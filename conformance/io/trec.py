@@ -49,7 +49,8 @@ import pyarrow.csv as pcsv
 
 from conformance.errors import InputError
 from conformance.io import kernels as ac
-from conformance.io.columnar import LazyRange, arrow_numpy, arrow_offsets, first_bad_cast, lenient_float, numpy_arrow
+from conformance.io.columnar import (LazyRange, arrow_numpy, arrow_offsets, first_bad_cast, lenient_float, numpy_arrow,
+                                     read_csv)
 from conformance.io.parsed import Parsed, ReadCounts
 from conformance.io.text import WS, Text, check_line_lengths, clip
 
@@ -107,8 +108,8 @@ def _fast_parse(src: Text, names: list[str], numeric: str) -> _Columns | None:
     if "rank" in types:  # a rank that is not a number sends the file to the general path
         types["rank"] = _F64
     try:
-        table = pcsv.read_csv(
-            pa.BufferReader(data),
+        table = read_csv(
+            data,
             read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
             parse_options=pcsv.ParseOptions(
                 delimiter="\t" if has_tab else " ",
