@@ -565,3 +565,19 @@ def test_fuzz_mutated_corpus_files(data, tmp_path_factory):
         readers = [cio.read_run, cio.read_qrels, lambda p: cio.read_run(p, duplicates="last")]
     for reader in readers:
         _check_reader(reader, path, None if shape == "gz_damaged" else text)
+
+
+def test_running_out_of_memory_is_exit_2_with_what_was_needed():
+    """A real MemoryError (numpy refusing a 2^62-element array) inside the evaluation: exit 2,
+    one line, what the input needed; not "a bug in conformance" (exit 3)."""
+    script = ("import numpy as np, conformance.cli as c\n"
+              "def huge(*a, **k):\n    return np.empty(2**62, np.uint8)\n"
+              "c._evaluate = huge\nc.main()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", script, "eval", "--example"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    # numpy asked for 4 EiB = 4.6e18 bytes = 4.6e9 GB
+    assert done.stderr.startswith("conformance: error: not enough memory for this input (about 4611686018.4 GB "
+                                  "needed"), done.stderr

@@ -187,11 +187,26 @@ def note_input(nbytes: int) -> None:
     _seen_input_bytes += int(nbytes)
 
 
-_ALLOCATION = re.compile(r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|TiB|bytes)", re.IGNORECASE)
-_UNIT = {"bytes": 1, "kib": 1 << 10, "mib": MiB, "gib": GiB, "tib": 1 << 40}
+_ALLOCATION = re.compile(r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|TiB|PiB|EiB|bytes)", re.IGNORECASE)
+_UNIT = {"bytes": 1, "kib": 1 << 10, "mib": MiB, "gib": GiB, "tib": 1 << 40, "pib": 1 << 50, "eib": 1 << 60}
 
 
 def _available() -> int | None:
+    """Free memory: the system's available memory, or the process's address-space limit when
+    that is lower (``ulimit -v``)."""
+    free = _system_available()
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and (free is None or soft < free):
+            return soft
+    except (ImportError, OSError, ValueError):
+        pass
+    return free
+
+
+def _system_available() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
