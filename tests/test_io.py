@@ -936,3 +936,75 @@ def test_reading_in_two_threads_equals_one(tmp_path, monkeypatch, dup_at):
     assert outcomes[0] == outcomes[1]
     if dup_at is not None:
         assert "listed twice" in outcomes[0] and f"lines {dup_at + 1} and {where + 1}" in outcomes[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Limits: a line, an input, binary content (conformance.io.limits, conformance.io.text)
+
+
+def _limits(line=None, size=None):
+    from conformance.io.limits import Limits
+
+    return Limits(max_input_bytes=size, max_line_bytes=line)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("long_line", [1, 3, 6])
+def test_a_line_over_the_limit_is_named(tmp_path, gz, long_line, monkeypatch):
+    from conformance.io import text
+
+    monkeypatch.setattr(text, "_PIECE", 64)  # gzip output in pieces much shorter than a line
+    monkeypatch.setattr(text, "_FIRST_PIECE", 16)
+    lines = [f"q{i} Q0 d{i} 1 1.0 tag" for i in range(6)]
+    lines[long_line - 1] = f"q1 Q0 {'d' * 150} 1 1.0 tag"  # 6 + 150 + 10 = 166 bytes without its \n
+    data = ("\n".join(lines) + "\n").encode()
+    path = write(tmp_path, "r.txt.gz" if gz else "r.txt", gzip.compress(data) if gz else data)
+    err = expect_error(io.read_run, path, line=long_line, contains=("the line is", "over the limit of 100 bytes"),
+                       limits=_limits(line=100))
+    # the exact length where the whole line was seen; "longer than" where it was refused sooner
+    assert "166 bytes long" in str(err) or "longer than 100 bytes" in str(err)
+    assert len(io.read_run(path, limits=_limits(line=166))) == 6  # at the limit: read
+
+
+def test_an_input_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
+    data = RUN_TEXT.encode() * 100
+    path = write(tmp_path, "r.txt", data)
+    expect_error(io.read_run, path, line=None, contains=(f"the file ({len(data):,} bytes) is larger than 1 KiB",),
+                 limits=_limits(size=1024))
+    gz = write(tmp_path, "r.txt.gz", gzip.compress(data))
+    expect_error(io.read_run, gz, line=None, contains=("the decompressed input is larger than 1 KiB",),
+                 limits=_limits(size=1024))
+    assert len(io.read_run(path, limits=_limits(size=len(data)), duplicates="first")) == 3  # the same 3 rows 100 times
+
+
+@pytest.mark.parametrize("content,fragment,line", [
+    (b"\x00" * 100, "a binary file, not text: 100 NUL bytes in its first 100 bytes", None),
+    (b"\xff\xfeq\x001\x00", "starts with a UTF-16 byte order mark (ff fe)", 1),
+    (b"PK\x03\x04rest", "this is a zip archive", None),
+    (b"\x01\x02\x03\x04\x05\x06\x07\x08 q1 Q0 d1 1 1 t\n", "NUL or control bytes", None),
+])
+def test_binary_content_is_refused_from_its_first_bytes(tmp_path, content, fragment, line):
+    path = write(tmp_path, "r.txt", content)
+    for reader in (io.read_run, io.read_qrels, io.read_run_jsonl, io.read_qrels_json):
+        expect_error(reader, path, line=line, contains=(fragment,))
+
+
+def test_text_with_a_stray_nul_is_still_text(tmp_path):
+    path = write(tmp_path, "r.txt", RUN_TEXT.replace("d2", "d\x002"))
+    assert io.read_run(path).doc_ids().tolist() == ["d1", "d\x002", "d1"]
+
+
+@pytest.mark.parametrize("text,want", [("64M", 64 << 20), ("4G", 4 << 30), ("1.5k", 1536), ("100", 100),
+                                       ("2 GiB", 2 << 30), ("0", None), ("none", None)])
+def test_sizes(text, want):
+    from conformance.io.limits import parse_size
+
+    assert parse_size(text, "--x") == want
+
+
+@pytest.mark.parametrize("text", ["", "lots", "-1", "1e3", "0.5"])
+def test_sizes_refused(text):
+    from conformance.io.limits import LimitError, parse_size
+
+    with pytest.raises(LimitError):
+        parse_size(text, "--x")

@@ -37,6 +37,7 @@ class FileProblem(InputError):
 
 
 _PIECE = 1 << 24  # bytes read, or decompressed, at a time from a stream or a gzip file
+_FIRST_PIECE = 1 << 16  # the first piece is small: binary content is refused from it
 _GZIP = b"\x1f\x8b"
 
 
@@ -139,8 +140,10 @@ def _gunzip(source, pieces: _Pieces) -> None:
     if not data:  # an empty file: no data rows, as the readers then say
         return
     member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    size = _FIRST_PIECE
     while True:
-        piece = member.decompress(data, _PIECE)
+        piece = member.decompress(data, size)
+        size = _PIECE
         pieces.add(piece)
         while member.unconsumed_tail:  # the input held more than one piece of output
             pieces.add(member.decompress(member.unconsumed_tail, _PIECE))
@@ -202,7 +205,7 @@ def _read_open(f, name: str, limits: Limits, lines: bool, mapped: bool):
     gz = name.lower().endswith(".gz") or (head[:2] == _GZIP)
     if not regular:  # a pipe or a device: read in pieces, bounded (it may never end)
         pieces = _Pieces(name, limits, lines, "the input")
-        first = f.read(_PIECE)
+        first = f.read(_FIRST_PIECE)
         if first[:2] == _GZIP or (gz and first):
             pieces = _Pieces(name, limits, lines, "the decompressed input")
             _gunzip(_Prepend(first, f), pieces)
@@ -226,9 +229,14 @@ def _read_open(f, name: str, limits: Limits, lines: bool, mapped: bool):
     if lines and limits.max_line_bytes is not None and st.st_size > limits.max_line_bytes:
         # a first line over the limit is refused before the file is read (a single-line file
         # of garbage); later lines are measured where the readers find the line ends
-        first = os.pread(f.fileno(), limits.max_line_bytes + 1, 0)
-        if first.find(b"\n") < 0:
-            raise InputError(name, limits.line_too_long(limits.max_line_bytes, exact=False), 1)
+        pos = 0
+        while True:  # in pieces: the first line is usually found in the first one
+            piece = os.pread(f.fileno(), _FIRST_PIECE, pos)
+            if not piece or piece.find(b"\n") >= 0:
+                break
+            pos += len(piece)
+            if pos > limits.max_line_bytes:
+                raise InputError(name, limits.line_too_long(limits.max_line_bytes, exact=False), 1)
     data = (_map(f) if mapped and st.st_size else None) or f.read()
     return data
 

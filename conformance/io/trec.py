@@ -138,7 +138,7 @@ def _fast_parse(src: Text, names: list[str], numeric: str) -> _Columns | None:
         return None
     limit = src.limits.max_line_bytes if src.limits is not None else None
     if limit is not None and len(data) > limit and any(
-            types[name] != _F64 and _longest(table.column(name)) > limit for name in names):
+            types[name] != _F64 and _longer(table.column(name), limit) for name in names):
         return None  # a line over the limit: the general path names it
     if _starts_with_hash(table.column(names[0])):
         return None
@@ -165,9 +165,15 @@ def _has_empty(column: pa.ChunkedArray) -> bool:
     return False
 
 
-def _longest(column: pa.ChunkedArray) -> int:
-    """The byte length of the longest value of a string or binary column."""
-    return max((int(np.diff(arrow_offsets(c)).max()) for c in column.chunks if len(c)), default=0)
+def _longer(column: pa.ChunkedArray, limit: int) -> bool:
+    """Whether a value of a string or binary column is longer than ``limit`` bytes. Only a chunk
+    holding more than ``limit`` bytes in all can (the CSV reader's chunks hold a few MB), so the
+    values' lengths are looked at in those alone."""
+    for c in column.chunks:
+        off = arrow_offsets(c)
+        if len(c) and int(off[-1] - off[0]) > limit and int(np.diff(off).max()) > limit:
+            return True
+    return False
 
 
 def _starts_with_hash(column: pa.ChunkedArray) -> bool:
