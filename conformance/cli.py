@@ -311,7 +311,7 @@ def _release_freed_memory() -> None:
     CSV parser frees was given back and faulted in again for the next block: ~66,000 page
     faults in the parse of a 2M-row run, ~0.25 s of system time. With 100 ms, blocks are
     reused while the parse runs (~43,000 faults), and the readers return what is left once
-    parsed (``io._fast_parse``, and ``_evaluate`` after both files are read), so the peak
+    parsed (``io.trec._fast_parse``, and ``_evaluate`` after both files are read), so the peak
     stays that of the evaluation (401-402 MB either way, in 8 runs each; the whole command
     ~0.2 s faster). A 1 s decay kept too much between the purges (peak 589 MB). Skipped
     where Arrow has no jemalloc.

@@ -327,3 +327,35 @@ def test_the_readme_input_format_examples_run():
     # the last block's values, by hand: query 0 holds positions 0-2, query 1 positions 0-1
     assert scope["qrels"].to_dict() == {"0": {"0": 2.0, "1": 0.0, "2": 1.0}, "1": {"0": 1.0, "1": 0.0}}
     assert scope["run"].to_dict() == {"q1": {"d3": 2.0, "d1": 1.0}}
+
+
+def test_the_constructors_docstring_examples_run():
+    import doctest
+
+    import conformance.io.data
+
+    result = doctest.testmod(conformance.io.data, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 10 and result.failed == 0
+
+
+def test_run_and_check_paper_take_the_input_options(tmp_path):
+    from click.testing import CliRunner
+
+    from conformance.cli import main
+
+    run = tmp_path / "r.csv"
+    _frame("run").rename(columns={"score": "bm25"}).to_csv(run, index=False)
+    qrels = _write(tmp_path, "qrels", "parquet")
+    out = tmp_path / "out.json"
+    done = CliRunner().invoke(main, ["run", "--libs", "trec_eval", "--qrels", str(qrels), "--run", str(run),
+                                     "-m", "P@5", "--columns", "score=bm25", "--json", str(out), "--quiet"])
+    assert done.exit_code == 0, done.output
+    (p5,) = json.loads(out.read_text())["comparisons"]
+    assert p5["values"]["trec_eval"] == pytest.approx(EXPECTED["P@5"], abs=1e-12)  # pytrec_eval's own P@5
+    printed = f"P@5={EXPECTED['P@5']:.4f}"
+    done = CliRunner().invoke(main, ["check-paper", "--no-live", "--libs", "trec_eval", "--qrels", str(qrels),
+                                     "--run", str(run), "--reported", printed, "--columns", "score=bm25", "--quiet"])
+    assert done.exit_code == 0 and "trec_eval" in done.output, done.output
+    refused = CliRunner().invoke(main, ["check-paper", "--no-live", "--qrels", str(qrels), "--run", str(run),
+                                        "--reported", printed, "--max-line-bytes", "10"])
+    assert refused.exit_code == 2 and "over the limit of 10 bytes a line" in refused.output

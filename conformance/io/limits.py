@@ -7,7 +7,7 @@ be judged. Three checks come first, before any parsing:
 * **Binary content**, from the first bytes (:func:`sniff_binary`): a known binary signature
   (Parquet, Arrow IPC, zip, bzip2, xz, zstd, 7z, an executable, an image, a PDF, a pickle, a
   numpy array), a UTF-16 or UTF-32 byte order mark, or NUL and other control bytes making up at
-  least an eighth of the first 8 KiB. Text with a stray NUL inside an id is still text.
+  least an eighth of the first 4 KiB. Text with a stray NUL inside an id is still text.
 * **The size of the input after decompression** (``max_input_bytes``, default 4 GiB, about five
   times the largest benchmark run of 20M rows): a gzip file is decompressed in pieces and
   refused as soon as it passes the limit; a stream (a pipe, ``/dev/zero``) is read in pieces
@@ -44,7 +44,7 @@ LINE_ENV = "CONFORMANCE_MAX_LINE_BYTES"
 INPUT_OPTION = "--max-input-bytes"
 LINE_OPTION = "--max-line-bytes"
 
-SNIFF_BYTES = 8192  # how much of the start of an input the binary check reads
+SNIFF_BYTES = 4096  # how much of the start of an input the binary check reads
 # Peak memory of reading and evaluating, per byte of a TREC run (benchmarks/README.md: 2.6 GB
 # for the 801 MB run of 20M rows, 362 MB for the 78 MB one): the estimate "about N GB needed".
 PEAK_PER_INPUT_BYTE = 4

@@ -25,7 +25,7 @@ import zlib
 import numpy as np
 
 from conformance.errors import InputError
-from conformance.io.limits import Limits, note_input, sniff_binary
+from conformance.io.limits import SNIFF_BYTES, Limits, note_input, sniff_binary
 
 WS = " \t\n\v\f\r"
 WS_SPLIT = re.compile(r"[ \t\n\v\f\r]+")
@@ -74,7 +74,7 @@ class _Pieces:
     def add(self, piece: bytes) -> None:
         start = len(self.out)
         self.out += piece
-        if not self.sniffed and (len(self.out) >= 4096 or not piece):
+        if not self.sniffed and (len(self.out) >= SNIFF_BYTES or not piece):
             self._sniff()
         size_limit = self.limits.max_input_bytes
         if size_limit is not None and len(self.out) > size_limit:
@@ -104,7 +104,7 @@ class _Pieces:
 
     def _sniff(self) -> None:
         self.sniffed = True
-        head = bytes(self.out[:4096])
+        head = bytes(self.out[:SNIFF_BYTES + 3])
         if head[:3] == b"\xef\xbb\xbf":
             head = head[3:]
         found = sniff_binary(head)
@@ -201,7 +201,7 @@ def read_bytes(path: str | os.PathLike, limits: Limits | None = None, *, lines: 
 def _read_open(f, name: str, limits: Limits, lines: bool, mapped: bool):
     st = os.fstat(f.fileno())
     regular = stat.S_ISREG(st.st_mode)
-    head = os.pread(f.fileno(), 4096, 0) if regular else b""
+    head = os.pread(f.fileno(), SNIFF_BYTES + 3, 0) if regular else b""
     gz = name.lower().endswith(".gz") or (head[:2] == _GZIP)
     if not regular:  # a pipe or a device: read in pieces, bounded (it may never end)
         pieces = _Pieces(name, limits, lines, "the input")
