@@ -1,7 +1,8 @@
 """The command line: ``conformance eval`` computes measures under a named profile.
 
 Every error a user can cause (bad input, unknown measure, axis, value or profile, a convention
-that refuses the input, a file that cannot be read) ends as one line on stderr,
+that refuses the input, a file that cannot be read, an input too large for the machine's memory)
+ends as one line on stderr,
 ``conformance: error: <message>``, and exit status 2. Click's own usage errors (an unknown
 option, a bad ``--format``) keep Click's format and also exit 2. Anything else is a bug in
 conformance: it ends as one line, ``conformance: internal error: <type>: <message>``, with a
@@ -103,6 +104,8 @@ def reports_errors(func):
             _fail(str(exc))
         except OSError as exc:
             _fail(_os_message(exc))
+        except MemoryError as exc:  # the input is too large for this machine: not a bug
+            _fail(_no_memory(exc))
 
     return wrapper
 
@@ -130,16 +133,21 @@ def _stopped(exc: KeyboardInterrupt) -> int:
     return 128 + signum
 
 
+def _no_memory(exc: MemoryError) -> str:
+    from conformance.io.limits import not_enough_memory
+
+    return not_enough_memory(exc)
+
+
 def _internal_error(exc: BaseException) -> NoReturn:
     if os.environ.get("CONFORMANCE_DEBUG") == "1":
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    text = " ".join(str(exc).split())
     if isinstance(exc, MemoryError):
-        text = "out of memory" + (f" ({text})" if text else "")
-    else:
-        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        _fail(_no_memory(exc))
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     click.echo(
         f"conformance: internal error: {text[:500]} (a bug in conformance, not in your input; "
         "please report it with the command you ran; CONFORMANCE_DEBUG=1 shows the traceback)",
@@ -165,6 +173,34 @@ class _Guarded(click.Group):
             _internal_error(exc)
 
 
+def input_options(func):
+    """The options that say how the input files are read (eval, run and check-paper)."""
+    from conformance.io.limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_LINE_BYTES, INPUT_ENV, LINE_ENV, format_size
+
+    func = click.option(
+        "--max-line-bytes", "max_line_bytes", metavar="SIZE", default=None,
+        help=f"Refuse a line longer than this (64M, 1G; 0: no limit). [default: {LINE_ENV} or "
+             f"{format_size(DEFAULT_MAX_LINE_BYTES)}]")(func)
+    func = click.option(
+        "--max-input-bytes", "max_input_bytes", metavar="SIZE", default=None,
+        help=f"Refuse an input larger than this once decompressed (16G; 0: no limit). [default: "
+             f"{INPUT_ENV} or {format_size(DEFAULT_MAX_INPUT_BYTES)}]")(func)
+    return click.option(
+        "--columns", "columns", metavar="ROLE=COLUMN,...", default=None,
+        help="The column of each role in CSV, TSV, Parquet or Arrow input, when its name is not "
+             "one conformance knows: qid=,docid=,score=,rank=,label= (e.g. --columns "
+             "qid=query,docid=passage,score=sim).")(func)
+
+
+def reading(columns: str | None, max_input_bytes: str | None, max_line_bytes: str | None) -> dict:
+    """The keyword arguments of ``load_qrels`` / ``load_run`` that :func:`input_options` give."""
+    from conformance.io.limits import Limits
+    from conformance.io.roles import parse_roles
+
+    return {"columns": parse_roles(columns) if columns is not None else None,
+            "limits": Limits.from_env(max_input_bytes=max_input_bytes, max_line_bytes=max_line_bytes)}
+
+
 @click.group(cls=_Guarded, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="conformance")
 def main() -> None:
@@ -176,8 +212,10 @@ def main() -> None:
 
 
 @main.command("eval")
-@click.option("--qrels", "qrels_path", metavar="FILE", help="Relevance judgments (TREC qrels).")
-@click.option("--run", "run_path", metavar="FILE", help="The ranked lists (TREC run).")
+@click.option("--qrels", "qrels_path", metavar="FILE",
+              help="Relevance judgments: TREC qrels, JSON, JSONL, CSV/TSV with a header, Parquet or Arrow.")
+@click.option("--run", "run_path", metavar="FILE",
+              help="The ranked lists: TREC run, JSON, JSONL, CSV/TSV with a header, Parquet or Arrow.")
 @click.option(
     "--example", is_flag=True,
     help="Evaluate the bundled example (3 queries, graded labels, a tie) instead of --qrels/--run.",
@@ -202,6 +240,7 @@ def main() -> None:
     show_default=True, help="Output format.",
 )
 @click.option("--quiet", is_flag=True, help="No row counts or warnings on stderr.")
+@input_options
 @reports_errors
 def eval_command(
     qrels_path: str | None,
@@ -213,6 +252,9 @@ def eval_command(
     per_query: bool,
     fmt: str,
     quiet: bool,
+    columns: str | None,
+    max_input_bytes: str | None,
+    max_line_bytes: str | None,
 ) -> None:
     """Evaluate a run against qrels, like trec_eval, under a named profile.
 
@@ -230,6 +272,7 @@ def eval_command(
     if uncovered and not quiet:
         click.echo(f"conformance: warning: {profile_name} does not compute {', '.join(uncovered)}; "
                    f"computed under {profile_name}'s conventions for the measures it has", err=True)
+    how = reading(columns, max_input_bytes, max_line_bytes)
     if example and (qrels_path or run_path):
         _fail("--example evaluates the bundled files; give either --example or --qrels and --run")
     if not example and not (qrels_path and run_path):
@@ -243,7 +286,7 @@ def eval_command(
             files = resources.files("conformance") / "examples"
             qrels_path = str(stack.enter_context(resources.as_file(files / "qrels.txt")))
             run_path = str(stack.enter_context(resources.as_file(files / "run.txt")))
-        result = _evaluate(qrels_path, run_path, measures, bases)
+        result = _evaluate(qrels_path, run_path, measures, bases, **how)
 
     global _evaluated
     _evaluated = True  # the output is complete from here on (see ``console``)
@@ -308,7 +351,7 @@ def _release_freed_memory() -> None:
     CSV parser frees was given back and faulted in again for the next block: ~66,000 page
     faults in the parse of a 2M-row run, ~0.25 s of system time. With 100 ms, blocks are
     reused while the parse runs (~43,000 faults), and the readers return what is left once
-    parsed (``io._fast_parse``, and ``_evaluate`` after both files are read), so the peak
+    parsed (``io.trec._fast_parse``, and ``_evaluate`` after both files are read), so the peak
     stays that of the evaluation (401-402 MB either way, in 8 runs each; the whole command
     ~0.2 s faster). A 1 s decay kept too much between the purges (peak 589 MB). Skipped
     where Arrow has no jemalloc.
@@ -359,9 +402,10 @@ def _one_malloc_arena() -> None:
 
 
 def _evaluate(qrels_path: str, run_path: str, measures: list[Measure],
-              bases: dict[Measure, Conventions]) -> _Result:
+              bases: dict[Measure, Conventions], **how) -> _Result:
     """Read both files and evaluate each measure under its own conventions ``bases[m]`` (the
-    profile's for that measure, with --set applied; the measure's name may fix more)."""
+    profile's for that measure, with --set applied; the measure's name may fix more); ``how``:
+    the readers' options (--columns and the input limits)."""
     base = bases[measures[0]]
     _no_blas_threads()
     import pyarrow as pa
@@ -376,13 +420,13 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure],
     # the readers spend most of their time in Arrow and numpy, outside the GIL). Their
     # transient arrays add to the run reader's (on 2M rows the command's peak was 360-396 MB
     # in 14 runs, against pytrec_eval's 421 MB; reading one file after the other, 378-394).
-    qrels_read = in_thread(lambda: cio.load_qrels(qrels_path))
+    qrels_read = in_thread(lambda: cio.load_qrels(qrels_path, **how))
     try:
         # The reader's check for a docid listed twice in a query sorts every (query, docid)
         # pair (~0.04 s on a 2M-row run); the join below sorts them with the judgments and
         # sees every repeat too, so the check is made only when the join did not run or
         # found one (then the reader's error, or its duplicates policy, as if made at read).
-        run = cio.load_run(run_path, duplicates=base.duplicates, check_pairs=False)
+        run = cio.load_run(run_path, duplicates=base.duplicates, check_pairs=False, **how)
     except BaseException:
         qrels_read()  # a bad qrels file is reported first, as if it had been read first
         raise
@@ -618,9 +662,10 @@ def _select_entries(libs: str):
               help="Stop a library that has not answered one case after this long, and record "
                    "that as its error for the case; 0: no limit.  [default: 300]")
 @click.option("--quiet", is_flag=True, help="No progress bar and no warnings.")
+@input_options
 @reports_errors
 def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, tol,
-                lib_timeout, quiet):
+                lib_timeout, quiet, columns, max_input_bytes, max_line_bytes):
     """Run library entries beside the reference over the edge-case corpus (or your files) and
     explain every disagreement by the conventions that cause it.
 
@@ -642,8 +687,9 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
             raise ConformanceError("give either --cases or --qrels/--run, not both")
         from conformance import io as cio
 
-        qrels = cio.load_qrels(qrels_path)
-        run = cio.load_run(run_path, duplicates="error")
+        how = reading(columns, max_input_bytes, max_line_bytes)
+        qrels = cio.load_qrels(qrels_path, **how)
+        run = cio.load_run(run_path, duplicates="error", **how)
         subjects = [Subject(os.path.basename(run_path), qrels, run,
                             metrics or parse_measures("nDCG@10,nDCG,AP,RR,P@10,R@100"))]
         if not quiet:

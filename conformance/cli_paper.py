@@ -17,7 +17,7 @@ import sys
 import click
 
 from conformance import outputs
-from conformance.cli import main, reports_errors
+from conformance.cli import input_options, main, reading, reports_errors
 from conformance.errors import ConformanceError
 
 
@@ -64,9 +64,10 @@ def _html_writer():
 @click.option("--json", "json_path", metavar="OUT", help="Write the full answer as JSON.")
 @click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress, row counts or warnings on stderr.")
+@input_options
 @reports_errors
 def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
-                        libs, no_live, json_path, html_path, quiet):
+                        libs, no_live, json_path, html_path, quiet, columns, max_input_bytes, max_line_bytes):
     """Which convention sets and library entries reproduce the values a paper reports?
 
     Sweeps every combination of the conventions that can change the reported measures (gain,
@@ -97,8 +98,9 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
     entries = _select_entries(libs)
     per_query = (paper.read_reported_per_query(per_query_path, digits=digits, percent=percent)
                  if per_query_path else None)
-    qrels = cio.load_qrels(qrels_path)
-    run = cio.load_run(run_path, duplicates="error")
+    how = reading(columns, max_input_bytes, max_line_bytes)
+    qrels = cio.load_qrels(qrels_path, **how)
+    run = cio.load_run(run_path, duplicates="error", **how)
     if not quiet:
         click.echo(f"conformance: {_describe('qrels', qrels)}", err=True)
         click.echo(f"conformance: {_describe('run', run)}", err=True)

@@ -13,8 +13,8 @@ from typing import Sequence
 import numpy as np
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
 from conformance.errors import EvaluationError
+from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
 from conformance.reference.formulas import FORMULAS, Context, JudgedIdeal

@@ -16,11 +16,12 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import (DocWords, LazyRange, Qrels, Run, row_blocks, arrow_numpy, arrow_strings, line_numbers,
-                              numpy_arrow, pair_hash)
 from conformance.errors import EvaluationError
+from conformance.io import kernels as ac
+from conformance.io.columnar import (DocWords, LazyRange, arrow_numpy, arrow_strings, line_numbers, numpy_arrow,
+                                     pair_hash, row_blocks)
+from conformance.io.data import Qrels, Run
 from conformance.parallel import each, query_halves, row_halves
 
 
