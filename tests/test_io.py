@@ -221,6 +221,61 @@ def test_named_pipe_read_like_a_file(tmp_path):
     assert rows(run) == rows(mapped) == RUN_ROWS
 
 
+def _feed_slowly(fifo: str, pieces: list[str]):
+    """A writer that sends ``pieces`` apart in time, as a program producing its run does: the
+    first piece is all a reader that peeks at the start can see."""
+    import threading
+    import time
+
+    def feed():
+        with open(fifo, "w") as f:
+            for piece in pieces:
+                f.write(piece)
+                f.flush()
+                time.sleep(0.2)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    return writer
+
+
+def _within(seconds: float, fn, *args):
+    """``fn(*args)``, failing the test (not hanging it) when it has not returned in time."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(fn, *args).result(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        pytest.fail(f"{fn.__name__} still reading after {seconds} s (waiting for a second writer?)")
+    finally:
+        pool.shutdown(wait=False)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_stream_is_read_once_whatever_the_format_guessing_needs(tmp_path):
+    # no extension, JSONL content: the format is guessed from the first bytes and two formats
+    # may be tried, each reading from the start; a FIFO gives its bytes once (reopening it
+    # waited for a second writer for ever)
+    fifo = str(tmp_path / "run")
+    os.mkfifo(fifo)
+    lines = [json.dumps({"qid": "q1", "doc_ids": ["d1", "d2"], "scores": [3.5, 2.25]}) + "\n",
+             json.dumps({"qid": "q2", "doc_ids": ["d1"], "scores": [-0.001]}) + "\n"]
+    writer = _feed_slowly(fifo, lines)
+    run = _within(30, io.load_run, fifo)
+    writer.join(5)
+    assert [r[:3] for r in rows(run)] == [r[:3] for r in RUN_ROWS]
+    assert run.source == fifo
+
+    # an error in a stream names the path the user gave, not a temporary copy
+    fifo = str(tmp_path / "run.txt")
+    os.mkfifo(fifo)
+    writer = _feed_slowly(fifo, ["q1 Q0 d1 1 3.5 t\n", "q1 Q0 d2 2 x t\n"])
+    err = expect_error(_within, 30, io.load_run, fifo, line=2, contains=("'x'",))
+    writer.join(5)
+    assert err.source == fifo and "conformance-input" not in str(err)
+
+
 def test_mapped_file_names_the_bad_line(tmp_path):
     # the error paths take bytes methods the mapped text lacks: they must still name the line
     text = RUN_TEXT + "q9 Q0 d1 1 \xff 7\n"

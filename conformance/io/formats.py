@@ -20,6 +20,10 @@ The format of a path is decided in this order:
 A file read in its one known format reports that reader's error as it is (``run.txt:3: expected
 at least 6 whitespace-separated fields ...``). A file tried in several formats that none takes
 gets one error listing each format tried and why it failed.
+
+A path that is not a regular file (a pipe, a FIFO, ``/dev/stdin``, a shell's ``<(...)``) can be
+read once only: its bytes are read once, bounded by the limits, into a temporary regular file
+that every step above then reads; its errors name the path the user gave.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import tempfile
 from typing import Callable, Mapping
 
 from conformance.errors import InputError
@@ -35,7 +41,7 @@ from conformance.io.jsonio import QID_KEYS
 from conformance.io.roles import ALIASES, normal
 from conformance.io.limits import Limits, binary_format
 from conformance.io.parsed import Parsed
-from conformance.io.text import FileProblem, Text, clip
+from conformance.io.text import FileProblem, Text, clip, read_bytes
 
 FORMATS = ("trec", "json", "jsonl", "csv", "tsv", "parquet", "arrow")
 EXTENSIONS = {
@@ -167,6 +173,8 @@ def parse_file(path: str | os.PathLike, kind: str, format: str | None = None,
     the module docstring says; InputError when no format takes it."""
     limits = Limits.from_env() if limits is None else limits
     name = os.fsdecode(path)
+    if _a_stream(name):
+        return _parse_stream(name, kind, format, columns, limits)
     tried = candidates(name, format, columns)
     failures: list[tuple[str, InputError]] = []
     for fmt in tried:
@@ -185,3 +193,34 @@ def parse_file(path: str | os.PathLike, kind: str, format: str | None = None,
     raise InputError(name, f"not a {kind} in any format conformance reads; tried " + "; ".join(parts)
                      + " (name the format by the file's extension: .run, .json, .jsonl, .csv, .tsv, "
                        ".parquet, .arrow)")
+
+
+def _a_stream(name: str) -> bool:
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return False  # the reader names the problem
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _parse_stream(name: str, kind: str, format: str | None, columns: Mapping[str, str] | None,
+                  limits: Limits) -> Parsed:
+    """``parse_file`` on a stream: guessing the format reads the start of a file again and
+    trying a second format reads all of it again, which a stream cannot give twice."""
+    data, _ = read_bytes(name, limits, lines=False)
+    base = os.path.basename(name)
+    suffix = "".join(os.path.splitext(base[:-3] if base.lower().endswith(".gz") else base)[1:])
+    fd, spooled = tempfile.mkstemp(prefix="conformance-input-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        del data
+        try:
+            parsed = parse_file(spooled, kind, format, columns, limits)
+        except InputError as e:
+            problem = e.problem.replace(spooled, name)
+            raise type(e)(name, problem, e.line) from None
+    finally:
+        os.unlink(spooled)
+    parsed.source = name
+    return parsed
