@@ -132,6 +132,9 @@ def _parse_gain_map(text: str) -> str:
             ) from None
         if not (math.isfinite(lab) and math.isfinite(g)):
             raise ConventionError(f"gain {text!r}: labels and gains must be finite numbers")
+        if lab in pairs and pairs[lab] != g:
+            raise ConventionError(f"gain {text!r}: label {_num(lab)} is given two gains, {_num(pairs[lab])} "
+                                  f"and {_num(g)}: expected one gain per label")
         pairs[lab] = g
     return ",".join(f"{_num(k)}:{_num(v)}" for k, v in sorted(pairs.items()))
 

@@ -13,6 +13,7 @@ query must be scored and counted, and its value in the interval.
 from __future__ import annotations
 
 import math
+import re
 import os
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -92,6 +93,9 @@ class Reported:
         return out
 
 
+_PRINTED_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _float_at_least(x: Decimal) -> float:
     f = float(x)
     if Decimal(f) < x:
@@ -125,6 +129,10 @@ def reported_value(measure: Measure, number: str, *, digits: int | None = None,
         raise ReportedError(f"reported value {where!r}: {number.strip()!r} is not a number") from None
     if not dec.is_finite():
         raise ReportedError(f"reported value {where!r}: the value must be a finite number")
+    # Decimal also reads "1_0": a printed number is digits, a point and an exponent only
+    if not _PRINTED_NUMBER.fullmatch(text):
+        raise ReportedError(f"reported value {where!r}: {number.strip()!r} is not a number: expected "
+                            "a decimal number as a paper prints it, such as 0.4312, 43.12 or 43.12%")
     if digits is not None and not 0 <= digits <= MAX_DIGITS:
         raise ReportedError(f"--digits must be between 0 and {MAX_DIGITS}, got {digits}")
     shown = max(0, -int(dec.as_tuple().exponent))
@@ -142,7 +150,7 @@ def reported_value(measure: Measure, number: str, *, digits: int | None = None,
     if is_percent:
         dec, low, high = dec.scaleb(-2), low.scaleb(-2), high.scaleb(-2)
         places += 2
-    if bounded and abs(dec) > 1:
+    if bounded and not 0 <= dec <= 1:
         raise ReportedError(
             f"reported value {where!r}: {measure.family} lies between 0 and 1 (or 0% and 100%), "
             f"but this is {number.strip()}"
