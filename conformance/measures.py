@@ -679,6 +679,25 @@ FAMILIES: dict[str, Family] = {
 }
 
 
+def listing() -> list[dict[str, Any]]:
+    """Every family as the ``conformance measures`` command lists it, from the records: name,
+    meaning, formula, kind, cutoff rule, aggregate, parameters (name -> default, None when it
+    must be given), the axes it reads, and its spellings in each syntax (``native``: that
+    library computes it under the name; else the spelling is conformance's own)."""
+    rows = []
+    for f in FAMILIES.values():
+        rows.append({
+            "family": f.name, "meaning": f.meaning, "formula": f.formula, "kind": f.kind,
+            "cutoff": f.cutoff, "aggregate": f.aggregate,
+            "parameters": {p.name: p.default for p in f.parameters},
+            "axes": list(f.axes),
+            "names": {syntax: [{"name": n.text, "native": n.native, "fixes": dict(n.fixed)}
+                               for n in f.names if n.syntax == syntax and n.read]
+                      for syntax in SYNTAXES},
+        })
+    return rows
+
+
 def families_reading(axis: str) -> tuple[str, ...]:
     """The families whose values ``axis`` can change (from the records)."""
     return tuple(f.name for f in FAMILIES.values() if axis in f.axes)

@@ -66,6 +66,7 @@ SUBPROCESS = {
     "empty_run", "undecodable_run", "mb_garbage_line", "corrupt_gz", "missing_file", "directory",
     "k_zero", "unknown_axis", "unknown_value", "run_unknown_lib", "bom_crlf", "unicode_ids",
     "mb_docid", "no_common_query", "k_huge", "cr_only", "fractional_labels_refused",
+    "cutoff_beyond_int64", "exp_gain_label_1024", "exp_gain_dcg_overflow",
 }
 _NOT_INPUT = {"cases.json", "README.md"}
 PY_WARNING = re.compile(r"\.py:\d+: \w*Warning")

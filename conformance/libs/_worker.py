@@ -216,6 +216,9 @@ class IsolatedEntry(Entry):
     tolerance = property(lambda self: self.inner.tolerance)
     description = property(lambda self: self.inner.description)
 
+    def tolerance_for(self, measure) -> float:
+        return self.inner.tolerance_for(measure)
+
     @property
     def worker_key(self) -> str:
         """The worker process this entry runs in: one per library, shared by its entries."""

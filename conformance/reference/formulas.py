@@ -124,7 +124,7 @@ class Context:
             self.require_fixed_count(None, "ideal=retrieved with a depth cut")
             return self.ranked.upto(self.judged() - self.ranked.rel, None)
         lab = self.judged_label
-        return np.bincount(self.judged_q[lab < self.conv.relevance_threshold],
+        return _bincount(self.judged_q[lab < self.conv.relevance_threshold],
                            minlength=n).astype(np.float64)
 
     def universe_labels(self) -> tuple[np.ndarray, np.ndarray]:
@@ -192,7 +192,7 @@ class Context:
         else:
             g, q = self.judged_gain, self.judged_q
         nonzero = (g != 0) & ~np.isnan(g)
-        return np.bincount(q[nonzero], minlength=n) > 0
+        return _bincount(q[nonzero], minlength=n) > 0
 
     def list_denominator(self, k: int | None) -> np.ndarray:
         """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff."""
@@ -231,6 +231,12 @@ class Context:
                 "group (no closed-form expectation, no proven worst and best order); choose "
                 "another tie rule"
             )
+
+
+def _bincount(x: np.ndarray, weights: np.ndarray | None = None, minlength: int = 0) -> np.ndarray:
+    """``np.bincount``, as floats when weighted even on no input (numpy gives int64 then)."""
+    out = np.bincount(x, weights=weights, minlength=minlength)
+    return out.astype(np.float64) if weights is not None else out
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -616,7 +622,7 @@ def _iprec_levels(ctx: Context, m: Measure, levels: tuple[float, ...], what: str
     R = ctx.R.astype(np.float64)
     at = np.flatnonzero(r.rel > 0)  # relevant rows, query by query
     q = ctx.query_of_rows()[at]
-    count = np.bincount(q, minlength=r.n_queries)
+    count = _bincount(q, minlength=r.n_queries)
     cstart = np.cumsum(count) - count
     prec = (r.before(r.rel)[at] + 1.0) / r.pos[at]
     best = segment_accumulate(np.maximum, prec, cstart, count, reverse=True)
@@ -688,7 +694,7 @@ def _ideal_positive(ctx: Context):
     ones per query)."""
     g, start, n = ctx.ideal_gains()
     q = np.repeat(np.arange(n.size), n)
-    P = np.bincount(q[g > 0], minlength=n.size)
+    P = _bincount(q[g > 0], minlength=n.size)
     return g, start, n, P
 
 
@@ -743,7 +749,7 @@ def ndcg_rel(ctx: Context, m: Measure) -> Result:
                         if iprefix.size else 0.0, 0.0)
     positive = r.gain > 0
     per_row = np.where(positive, _safe_div(dcg_at, ideal_at), 0.0)
-    found = np.bincount(q[positive], minlength=r.n_queries)
+    found = _bincount(q[positive], minlength=r.n_queries)
     last = np.where(r.n > 0, dcg_at[np.maximum(r.start + r.n - 1, 0)] if dcg_at.size else 0.0, 0.0)
     ideal_all = np.where(P > 0, iprefix[np.maximum(istart + P - 1, 0)] if iprefix.size else 0.0, 0.0)
     total = r.upto(per_row, None) + (P - found) * _safe_div(last, ideal_all)
@@ -772,8 +778,8 @@ def rndcg(ctx: Context, m: Measure) -> Result:
                      if dcg_at.size else 0.0, 0.0)
     ideal_b = iprefix[istart[bq] + np.minimum(b, P[bq]) - 1] if b.size else np.zeros(0)
     values = _safe_div(dcg_b, ideal_b)
-    count = np.bincount(bq, minlength=r.n_queries)
-    total = np.bincount(bq, weights=values, minlength=r.n_queries)
+    count = _bincount(bq, minlength=r.n_queries)
+    total = _bincount(bq, weights=values, minlength=r.n_queries)
     R = ctx.R
     return _safe_div(total, count.astype(np.float64)), (R == 0) | (P == 0)
 
@@ -1078,8 +1084,8 @@ def recall_at_precision_curve(ctx: Context, m: Measure, counted: np.ndarray,
     computes it: the precision and recall curves P@j and R@j, j = 1..K (K the cutoff, or the
     longest list), averaged over the counted queries (an empty query's curves are all ``fill``
     under empty_query=zero or one), then the highest mean R@j whose mean P@j reaches
-    min_precision; 0 when none does. Past the end of a list, P@j is its relevant count over j
-    (over n under ``k_beyond_list=min_k_n``) and R@j stays."""
+    min_precision; 0 when none does, NaN when no query counts. Past the end of a list, P@j is
+    its relevant count over j (over n under ``k_beyond_list=min_k_n``) and R@j stays."""
     r = ctx.ranked
     R = ctx.R.astype(np.float64)
     K = int(clamp_cutoff(m.cutoff)) if m.cutoff is not None else int(r.n.max(initial=1))
@@ -1089,26 +1095,26 @@ def recall_at_precision_curve(ctx: Context, m: Measure, counted: np.ndarray,
     cum, q, keep = _pr_rows(ctx, m)
     rows = keep & use[q]
     j = r.pos[rows] - 1
-    P_sum = np.bincount(j, weights=cum[rows] / r.pos[rows], minlength=K)[:K]
-    R_sum = np.bincount(j, weights=_safe_div(cum[rows], R[q[rows]]), minlength=K)[:K]
+    P_sum = _bincount(j, weights=cum[rows] / r.pos[rows], minlength=K)[:K]
+    R_sum = _bincount(j, weights=_safe_div(cum[rows], R[q[rows]]), minlength=K)[:K]
     # past the end of each list: relevant count over j (or over n), recall held
     total = r.upto(r.rel, None)
     short = use & (r.n < K)
     ends = r.n[short]
-    at_end = np.bincount(ends, weights=total[short], minlength=K + 1)[:K]  # by n, from rank n + 1
+    at_end = _bincount(ends, weights=total[short], minlength=K + 1)[:K]  # by n, from rank n + 1
     ranks = np.arange(1, K + 1, dtype=np.float64)
     if ctx.conv.k_beyond_list == "min_k_n":
-        held = np.bincount(ends, weights=_safe_div(total[short], ends.astype(np.float64)),
+        held = _bincount(ends, weights=_safe_div(total[short], ends.astype(np.float64)),
                            minlength=K + 1)[:K]
         P_sum += np.cumsum(held)
     else:
         P_sum += np.cumsum(at_end) / ranks
-    R_sum += np.cumsum(np.bincount(ends, weights=_safe_div(total[short], R[short]),
+    R_sum += np.cumsum(_bincount(ends, weights=_safe_div(total[short], R[short]),
                                    minlength=K + 1)[:K])
     n_counted = int(counted.sum())
     n_fill = int((counted & empty).sum())
     if n_counted == 0:
-        return 0.0  # torchmetrics: zero curves when no query is left
+        return float("nan")  # no query counts: as a mean of nothing
     if n_fill:
         if fill is None or np.isnan(fill):
             return float("nan")
