@@ -395,6 +395,7 @@ FAMILIES: dict[str, Family] = {
             "T", "((1 - alpha) n_p - alpha n_n) / K",
             "((1 - alpha) relevant - alpha non-relevant in the top K) / K",
             kind="binary", cutoff="required", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            bounded=False,  # from -alpha (nothing relevant) to 1 - alpha
             parameters=(Param("alpha", "the weight of a non-relevant document", low=0.0, high=1.0),),
             names=(_ir("T", native=False, bare_error="T needs alpha and a cutoff, such as T(alpha=0.5)@10"),),
         ),

@@ -136,6 +136,7 @@ _WITH_REL = {"P", "AP", "RR", "Success", "Rprec", "NumRet", "Bpref", "infAP", "S
 # ... and the one that needs it (cwl_eval's RBP: rel=Any(required=True))
 _REL_REQUIRED = {"RBP"}
 _GDEVAL_TOPIC = re.compile(r"[0-9]+")
+_GDEVAL_MAX_JUDGMENT = 4  # bin/gdeval.pl: dies unless every judgment is at most this
 _CWL_FAMILIES = {"RBP", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "BPM"}
 
 
@@ -304,6 +305,10 @@ class IrMeasuresEntry(Entry):
         last '-' is removed; live: 'q1' ends in CalledProcessError, exit status 25)."""
         provider = self._provider(measure) if measure is not None and self.supports(measure) else None
         if provider == "gdeval":
+            if len(qrels) and float(qrels.label.max()) > _GDEVAL_MAX_JUDGMENT:
+                return (f"refused by the adapter: gdeval (the provider) dies on a label above "
+                        f"{_GDEVAL_MAX_JUDGMENT} ($MAX_JUDGMENT), here "
+                        f"{float(qrels.label.max()):g}")
             for ids in (qrels.qids, run.qids):
                 bad = [str(q) for q in ids if not _GDEVAL_TOPIC.fullmatch(str(q).rsplit("-", 1)[-1])]
                 if bad:

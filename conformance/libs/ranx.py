@@ -97,7 +97,10 @@ Facts behind the profile (ranx 0.3.21, each confirmed live by ``tests/test_libs_
   order, rbp.8 = 0.944, rbp.8-l2 = 0.784); the whole list, no horizon;
 - ``hits@k``: the relevant documents in the top k, averaged over queries (family Hits);
   ``precision`` and ``f1`` without @k read the whole list (``fix_k``: k = the list's length),
-  which is P and F1 without a cutoff (trec_eval's set_P and set_F); ranx's F1 has no beta.
+  which is P and F1 without a cutoff (trec_eval's set_P and set_F); ranx's F1 has no beta;
+- exponential gain (``_burges``) of a label of 1024 or more: 2^label overflows a double, and
+  ndcg_burges gives NaN, dcg_burges inf (live: labels 1024, 0 ranked in order), where the
+  reference gives nDCG 1 with its gains scaled (and refuses DCG): refused by the adapter.
 """
 
 from __future__ import annotations
@@ -206,9 +209,17 @@ class RanxEntry(Entry):
         0) or with no judged non-relevant one and a relevant one retrieved (NaN); see the module
         docstring. Smallest cases: qrels {q1: {a: 0}, q2: {b: 1, c: 0}}, run {q1: {a: 1.0}, q2:
         {b: 0.5, c: 0.1}}; qrels {q1: {a: 1}}, run {q1: {a: 1.0, b: 0.5}}."""
-        if measure is None or measure.family != "Bpref" or not self.supports(measure):
+        if measure is None or not self.supports(measure):
             return None
-        level = measure.conventions(self.profile(measure)).relevance_threshold
+        conv = measure.conventions(self.profile(measure))
+        if measure.record.kind == "graded" and conv.gain == "exponential" and len(qrels) and (
+                float(qrels.label.max()) >= 1024):
+            return ("refused by the adapter: under exponential gain a label of 1024 or more has "
+                    "a gain beyond a double: ranx's ndcg_burges gives NaN and dcg_burges inf "
+                    "(live: labels 1024, 0)")
+        if measure.family != "Bpref":
+            return None
+        level = conv.relevance_threshold
         q, r = qrels_dict(qrels), run_dict(run)
         for qid, docs in q.items():
             labels = {d: int(v) for d, v in docs.items()}  # ranx truncates (add_multi)

@@ -263,7 +263,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     for m in measures:
         results_m = every[m]
         counted = np.ones(nq, bool)
-        if m.aggregate == "mean":
+        if m.aggregate != "sum":  # a mean or a curve: the empty queries settled first
             # each order settles its own 0/0 first: under ties=unspecified a depth cut can
             # make a query empty in one order and not in the other
             if conv.empty_query == "skip" and any(

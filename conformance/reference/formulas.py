@@ -79,6 +79,8 @@ class Context:
     # the judged ideal, shared with the other Contexts of the evaluation (built here if not)
     judged_ideal: JudgedIdeal | None = None
     judged_label: np.ndarray | None = None  # per qrels row of scored queries: label (as judged_q)
+    _judged: np.ndarray | None = None
+    _query_of_rows: np.ndarray | None = None
 
     def grouped(self) -> Ranked | None:
         """The ranking with its tied documents grouped (``ties=average``) when the order inside
@@ -109,8 +111,11 @@ class Context:
                 "expectation, no proven worst and best order); choose another tie rule")
 
     def judged(self) -> np.ndarray:
-        """Per row: 1.0 if its document is judged (a label that is not NaN), else 0.0."""
-        return (~np.isnan(self.ranked.label)).astype(np.float64)
+        """Per row: 1.0 if its document is judged (a label that is not NaN), else 0.0 (computed
+        once per ranking; read-only)."""
+        if self._judged is None:
+            self._judged = (~np.isnan(self.ranked.label)).astype(np.float64)
+        return self._judged
 
     def expected(self, x: np.ndarray, what: str) -> np.ndarray:
         """``x`` per row, or under ``ties=average`` its mean over each row's tie group."""
@@ -148,8 +153,11 @@ class Context:
         return self.judged_ideal.sorted()
 
     def query_of_rows(self) -> np.ndarray:
-        r = self.ranked
-        return np.repeat(np.arange(r.n_queries), r.n)
+        """Per row: its query (computed once per ranking; read-only)."""
+        if self._query_of_rows is None:
+            r = self.ranked
+            self._query_of_rows = np.repeat(np.arange(r.n_queries), r.n)
+        return self._query_of_rows
 
     def discounted_gains(self) -> np.ndarray:
         if self._gain_discount is None:
@@ -536,23 +544,26 @@ def bpref(ctx: Context, m: Measure) -> Result:
     D = np.minimum(R, N) if ctx.conv.bpref_denominator == "min_r_n" else R
     r = ctx.ranked
     jnonrel = ctx.judged() - r.rel
+    before = r.before(jnonrel)
     if ctx.tie_rule == "average":
         if r.splits_mixed_group(None).any():
             raise EvaluationError(
                 "bpref under ties=average: the depth cut splits a tied group of relevant and "
                 "non-relevant documents; choose another tie rule")
-        first = r.group_start_rows()
-        c = r.before(jnonrel)[first]
-        b = np.round(ctx.expected(jnonrel, "bpref") * r.group_size())
+        at = np.flatnonzero(r.e_rel > 0)  # rows of groups holding a relevant document
+        first = r.group_start_rows()[at]
+        c = before[first]
+        b = np.round(ctx.expected(jnonrel, "bpref")[at] * r.group_size()[at])
     else:
-        c = r.before(jnonrel)
-        b = np.zeros(c.size)
-    q = ctx.query_of_rows()
+        at = np.flatnonzero(r.rel > 0)  # the terms are the relevant rows'
+        c = before[at]
+        b = np.zeros(at.size)
+    q = ctx.query_of_rows()[at]
     Rq = R[q]
     t = np.clip(Rq - c + 1.0, 0.0, b + 1.0)
     mean_min = (t * c + t * (t - 1.0) / 2.0 + (b + 1.0 - t) * Rq) / (b + 1.0)
-    term = r.e_rel * (1.0 - _safe_div(mean_min, D[q]))
-    return _safe_div(r.upto(term, None), R), R == 0
+    term = r.e_rel[at] * (1.0 - _safe_div(mean_min, D[q]))
+    return _safe_div(_bincount(q, weights=term, minlength=r.n_queries), R), R == 0
 
 
 INFAP_EPSILON = 0.00001  # trec_eval.h
@@ -576,17 +587,19 @@ def inf_ap(ctx: Context, m: Measure) -> Result:
         return np.where(g.rel > 0, 3.0, np.where(judged, 2.0, np.where(g.pooled, 1.0, 0.0)))
 
     ctx.refuse_tied(kind, None, "infAP")
-    judged = ctx.judged()
-    rel_b = r.before(r.rel)
-    nonrel_b = r.before(judged - r.rel)
-    pool_b = r.before(r.pooled.astype(np.float64))
-    j = (r.pos - 1).astype(np.float64)
+    at = np.flatnonzero(r.rel > 0)
+    rel_b = r.before(r.rel)[at]
+    judged_b = r.before(ctx.judged())[at]
+    nonrel_b = judged_b - rel_b
+    pool_b = r.before(r.pooled.astype(np.float64))[at]
+    j = (r.pos[at] - 1).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         later = (1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_b + nonrel_b + pool_b) / j)
                  * ((rel_b + INFAP_EPSILON) / (rel_b + nonrel_b + 2 * INFAP_EPSILON)))
-    term = np.where(r.rel > 0, np.where(j == 0, 1.0, later), 0.0)
+    term = np.where(j == 0, 1.0, later)
     R = ctx.R
-    return _safe_div(r.upto(term, None), R.astype(np.float64)), R == 0
+    total = _bincount(ctx.query_of_rows()[at], weights=term, minlength=r.n_queries)
+    return _safe_div(total, R.astype(np.float64)), R == 0
 
 
 def judged_at(ctx: Context, m: Measure) -> Result:
@@ -811,22 +824,32 @@ def err(ctx: Context, m: Measure) -> Result:
             f"ERR: label {float(labels.max()):g} is above err_max_grade={top_grade}, so its "
             f"stopping probability (2^g - 1) / 2^{top_grade} would exceed 1 (gdeval refuses "
             "labels above 4); set err_max_grade to the largest grade")
-    g = np.where(r.label > 0, r.label, 0.0)  # NaN compares False: 0
+    # only the top k is read: the running product over those rows alone
+    kk = r.cut(m.cutoff)
+    if m.cutoff is not None and int(kk.sum()) < r.pos.size:
+        rows = np.flatnonzero(r.pos <= clamp_cutoff(m.cutoff))
+    else:
+        rows = slice(None)
+    lab, pos = r.label[rows], r.pos[rows]
+    start = np.cumsum(kk) - kk
+    g = np.where(lab > 0, lab, 0.0)  # NaN compares False: 0
     stop = (np.exp2(g) - 1.0) / 2.0 ** top_grade
-    go_on = segment_accumulate(np.multiply, 1.0 - stop, r.start, r.n)
+    go_on = segment_accumulate(np.multiply, 1.0 - stop, start, kk)
     decay = np.ones(stop.size)
     if stop.size:
         decay[1:] = go_on[:-1]
-        decay[r.pos == 1] = 1.0
-    term = stop * decay / r.pos
-    return r.upto(term, m.cutoff), ~(_universe_top(ctx) > 0)
+        decay[pos == 1] = 1.0
+    term = stop * decay / pos
+    return range_sums(term, start, kk), ~(_universe_top(ctx) > 0)
 
 
 def _rbp_weights(ctx: Context, p: float) -> tuple[np.ndarray, float]:
     """Per row: the RBP weight of its rank, (1 - p) p^(i - 1), or over a horizon of N ranks
     (1 - p) p^(i - 1) / (1 - p^N) up to N and 0 beyond; and the factor 1 / (1 - p^N)."""
     r = ctx.ranked
-    w = (1.0 - p) * np.power(p, (r.pos - 1).astype(np.float64))
+    # one weight per rank, read by every row at it
+    table = (1.0 - p) * np.power(p, np.arange(int(r.n.max(initial=0)), dtype=np.float64))
+    w = table[r.pos - 1]
     N = ctx.conv.weights_horizon
     if N is None:
         return w, 1.0
