@@ -174,7 +174,8 @@ class Family:
 
     ``kind``: "graded" (reads gains), "binary" (reads relevant / not relevant) or "count".
     ``cutoff``: "none" (takes no @k), "optional" or "required". ``aggregate``: "mean" or "sum"
-    over the queries. ``bounded``: every value lies in [0, 1] (a reported number above 1 is then
+    over the queries, or "curve" (a value of the whole evaluation, not of the per-query values:
+    ``conformance.reference.formulas.CURVES``). ``bounded``: every value lies in [0, 1] (a reported number above 1 is then
     a percentage). ``groups``: the axis groups it reads (``conventions.GROUPS``);
     ``axes_named``: axes of the group "named" that it reads. ``parameters``: the measure
     parameters besides the cutoff (:class:`Param`; T's ``alpha``); ``at``: the parameter that
@@ -438,7 +439,7 @@ FAMILIES: dict[str, Family] = {
             kind="count", cutoff="none",
             groups=("input", "aggregation", "labels", "threshold", "ordering", "depth",
                     "ranked_relevance"),
-            aggregate="sum", bounded=False,
+            aggregate="sum", bounded=False, ends="none",
             names=(_ir("NumNonRelJudgedRet", native=False), _trec("num_nonrel_judged_ret")),
             reach="whole",
         ),
@@ -573,7 +574,8 @@ FAMILIES: dict[str, Family] = {
             "sum over ranks i <= k of R_i / i x prod over j < i of (1 - R_j), R = (2^g - 1) / "
             "2^g_max for a label g > 0 (err_max_grade), else 0",
             kind="graded", cutoff="optional", groups=_LABEL_GROUPS, axes_named=("err_max_grade",),
-            ends="label", names=(_ir("ERR"),),
+            # under ideal=retrieved its empty queries and refused labels are the whole list's
+            ends="label", names=(_ir("ERR"),), reach="whole",
         ),
         Family(
             "RBP", "rank-biased precision (Moffat & Zobel 2008)",
@@ -593,7 +595,7 @@ FAMILIES: dict[str, Family] = {
             "list (residual_tail: 0 in all when every retrieved document is judged)",
             kind="binary", cutoff="none",
             groups=("input", "aggregation", "averaging", "labels", "ordering", "depth"),
-            axes_named=("residual_tail",), parameters=(_P,), ends="judged",
+            axes_named=("residual_tail", "weights_horizon"), parameters=(_P,), ends="judged",
             names=(_ir("RBPResid", native=False, defaults=(("p", 0.8),)),
                    _trec("rbp_resid", pairs=True, defaults=(("p", 0.9),))),
             reach="whole",
@@ -656,7 +658,7 @@ FAMILIES: dict[str, Family] = {
             "non-relevant in the top k / N, N the non-relevant documents of the ideal source "
             "(under ideal=judged: judged non-relevant and unjudged retrieved ones)",
             kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
-            names=(_ir("FallOut", native=False),),
+            names=(_ir("FallOut", native=False),), reach="whole",  # N: the whole list's
         ),
         Family(
             "AUROC", "area under the ROC curve of the top k",

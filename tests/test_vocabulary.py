@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conformance.conventions import AXES, EXPLORER_AXES, GROUPS, Conventions, readme_table
 from conformance.measures import FAMILIES, SYNTAXES, Measure, families_reading, parse_measure
-from conformance.reference.formulas import FORMULAS
+from conformance.reference.formulas import CURVES, FORMULAS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,10 @@ def test_family_records_are_complete():
     for f in FAMILIES.values():
         assert f.kind in ("graded", "binary", "count"), f.name
         assert f.cutoff in ("none", "optional", "required"), f.name
-        assert f.aggregate in ("mean", "sum") and f.reach in ("cutoff", "twice_cutoff", "whole")
+        assert f.aggregate in ("mean", "sum", "curve") and f.reach in ("cutoff", "twice_cutoff", "whole")
+        assert f.ends in ("label", "gain", "judged", "none"), f.name
+        assert (f.aggregate == "curve") == (f.name in CURVES), f.name
+        assert f.at is None or f.parameter(f.at) is not None, f.name
         assert set(f.groups) <= set(GROUPS) and "named" not in f.groups, f.name
         assert all(AXES[a].group == "named" for a in f.axes_named), f.name
         assert f.formula and f.meaning

@@ -523,8 +523,16 @@ def utility(ctx: Context, m: Measure) -> Result:
 
 def num_nonrel_judged_ret(ctx: Context, m: Measure) -> Result:
     """NumNonRelJudgedRet: retrieved documents (after ``depth``) judged with a label below the
-    threshold (trec_eval's num_nonrel_judged_ret: num_ret - unjudged - num_rel_ret)."""
-    return _never_empty(ctx, ctx.ranked.upto(ctx.judged() - ctx.ranked.rel, None))
+    threshold (trec_eval's num_nonrel_judged_ret: num_ret - unjudged - num_rel_ret). Ties: only
+    a depth cut through a tied group can change it; under ``average`` the count is the sum of
+    each kept row's expected judged non-relevance; no order of tied relevant, judged
+    non-relevant and unjudged documents is proven extreme for it, so ``unspecified`` refuses
+    a depth cut through a tied group of unequal labels (as ``average`` does)."""
+    jnonrel = ctx.judged() - ctx.ranked.rel
+    g = ctx.grouped()
+    if ctx.tie_rule != "average" and g is not None and ctx.conv.depth is not None:
+        g.group_mean((~np.isnan(g.label)) & (g.rel == 0), f"{m.text} (ties={ctx.conv.ties})")
+    return _never_empty(ctx, ctx.ranked.upto(ctx.expected(jnonrel, m.text), None))
 
 
 def bpref(ctx: Context, m: Measure) -> Result:
@@ -1196,3 +1204,6 @@ CURVES = {"RecallAtPrecision": recall_at_precision_curve}
 READS_LABELS = frozenset({"NumNonRelJudgedRet", "Bpref", "infAP", "Judged", "Unjudged", "ERR",
                           "RBP", "RBPResid", "FallOut", *_CWL})
 READS_POOL = frozenset({"infAP"})
+# The graded families that read the relevance threshold only through their gains
+# (threshold_scope=graded), never through R
+GAINS_READ_THRESHOLD = frozenset({"nDCG", "DCG", "G", "nDCGRel"})
