@@ -18,6 +18,14 @@ Success@k, Rprec                ``R@k``, ``Success@k``, ``Rprec``
 RR@k                            ``RR@k``                                msmarco
 NumQ, NumRet, NumRel            ``NumQ``, ``NumRet``, ``NumRel``        pytrec_eval
 NumRelRet                       ``NumRet(rel=1)``                       pytrec_eval
+Bpref, infAP, IPrec@x           ``Bpref``, ``infAP``, ``IPrec@x``       pytrec_eval
+P, R, F, SetAP, RelP (no @k)    ``SetP``, ``SetR``, ``SetF(beta=b)``,   pytrec_eval
+                                ``SetAP``, ``SetRelP``
+Judged, Judged@k                ``Judged``, ``Judged@k``                judged
+ERR@k                           ``ERR@k``                               gdeval (perl)
+RBP(p)                          ``RBP(p=p,rel=L)`` (rel required)       cwl_eval
+SDCG, NERR8, NERR9, BPM (@k)    ``SDCG(min_rel=,max_rel=)@k``, ...      cwl_eval
+NERR10, NERR11, INST, INSQ      ``INST(T=,min_rel=,max_rel=)``, ...     cwl_eval
 ==============================  ======================================  ==================
 
 A relevance threshold L is ``rel=L`` (P, AP, RR, Success, Rprec, NumRet(rel=L)); ir_measures
@@ -55,6 +63,24 @@ Facts behind the profiles (ir_measures 0.4.3; each confirmed live by
   with 5 decimals; it dies on a query id that is not a number once everything up to its last
   '-' is removed (live: 'q1' -> CalledProcessError, exit 25), on a non-integer label and on a
   label above 4 (``$MAX_JUDGMENT``); topics with no label > 0 are not printed (DEFAULT 0);
+- gdeval provider, ERR@k (``bin/gdeval.pl`` sub err): stopping probability (2^g - 1) / 2^4
+  for a judged label g > 0 ($MAX_JUDGMENT = 4: ``err_max_grade=4``), the product over ranks in
+  list order, ties as for its nDCG, values printed with 5 decimals (``tolerance_for``: 5e-6);
+  it dies on a label above 4 and on a non-numeric query id (refused by the adapter,
+  ``known_failure``);
+- judged provider (``Judged@k``): run sorted by ``(-score, doc_id)`` (``ties=docid_asc``),
+  judged = the document has a qrels entry, whatever its label (``negative_labels=keep``),
+  divided by min(k, list length) (``k_beyond_list=min_k_n``); without a cutoff the whole list;
+- cwl_eval provider (RBP and the C/W/L measures; installed with the ``ir_measures`` extra):
+  the run's items stably sorted by score (``ties=input_order``), 1000 ranks read and the
+  weights renormalised over them (``RankingMaker(max_n=1000)``: ``weights_horizon=1000``), an
+  unjudged document gain 0 (the worst case), negative labels clipped to 0; RBP's ``rel=``
+  binarises the labels (``rbp_gain=binary``), the others scale clip(label, min_rel, max_rel)
+  to [0, 1];
+- the pytrec_eval provider names an interpolated precision level with two decimals
+  (``iprec_at_recall_{recall:.2f}``), so IPrec@0.125 is computed at 0.12 (live): only levels
+  of at most two decimals are supported; ``SetF(beta=b)`` is trec_eval's ``set_F.b``, whose b
+  weighs recall linearly ((1 + b) P R / (b P + R));
 - ranx provider (``nDCG(dcg='exp-log2')`` without a cutoff): ranx ``Qrels.from_df`` /
   ``Run.from_df`` then ``ranx.evaluate`` without ``make_comparable``. Under pandas 3 it always
   fails (live: AssertionError "DataFrame Query IDs column dtype must be `object` (string)",

@@ -488,9 +488,11 @@ def relative_precision(ctx: Context, m: Measure) -> Result:
 def set_ap(ctx: Context, m: Measure) -> Result:
     """SetAP = x^2 / (n R), x the relevant documents retrieved (set precision times set
     recall; trec_eval's set_map). 0 when n = 0. Empty when R = 0. Ties: x is fixed unless a
-    depth cut splits a tied group of relevant and non-relevant documents, which is refused
-    (x is squared: its expectation is not the square of its mean)."""
-    ctx.require_fixed_count(None, "SetAP")
+    depth cut splits a tied group of relevant and non-relevant documents, which ``average``
+    refuses (x is squared: its expectation is not the square of its mean); the value rises with
+    x, so the relevance sorts are the ends of ``unspecified``."""
+    if ctx.tie_rule == "average":
+        ctx.require_fixed_count(None, "SetAP")
     R = ctx.R
     x = ctx.relevant_in_top(None)
     return _safe_div(x * x, ctx.ranked.n * R), R == 0
