@@ -12,7 +12,7 @@ the library adapters). Names are read in ir_measures syntax (``nDCG@10``, ``P(re
 trec_eval syntax (``ndcg_cut_10``, ``P_5``) and ranx syntax (``ndcg_burges@10``, ``map@100-l2``);
 ``Measure.text`` keeps the spelling the user gave so output keys match what was asked for.
 
-This module is one idea at about 750 lines: the records and the reader of the names they
+This module is one idea at about 1,450 lines: the records and the reader of the names they
 declare, which cannot be understood apart.
 
 Adding a family: its record below, its formula in ``conformance.reference.formulas`` and its
@@ -1414,17 +1414,30 @@ def parse_measures(text: str | list[str] | tuple[str, ...]) -> list[Measure]:
     ``gain=exponential``; ``dcg='log2'`` is ir_measures' default and fixes nothing; ``gains={..}``
     and trec_eval's ``ndcg.1=3,2=9`` fix a custom gain map. Everything else is left to the profile.
 
+    Parameters of a family (``Family.parameters``) are read as ``NAME(p=0.8)``, after ``@`` for
+    a family's ``at`` parameter (``IPrec@0.5``), in trec_eval's forms (``Rprec_mult.0.2,0.4``
+    one measure each, ``Rprec_mult_0.20``, ``11pt_avg.0.2,0.8`` one list, ``rbp.p=0.95``) and
+    ranx's ``rbp.95``; a spelling may stand for its library's defaults (trec_eval's ``rbp`` is
+    p = 0.9, ir_measures' ``RBP`` p = 0.8). trec_eval's cutoff lists are read as trec_eval
+    reads them, with C's ``atol``: ``ndcg_cut.23.4`` is nDCG@23. A cutoff may be any positive
+    integer (``P@99999999999999999999``). Bare ranx ``precision`` and ``f1`` are P and F1 over
+    the whole list (the set measures: trec_eval's set_P, set_F); ``hits@k`` is the family Hits.
+
     Refused on purpose, each with a message saying why and what to write instead:
 
-    - a bare trec_eval cutoff name (``P``, ``ndcg_cut``, ``map_cut``, ``success``): trec_eval
-      reads it as 9 (or 3) default cutoffs; name them. Bare ``recall`` is also ambiguous (ranx:
-      the whole list). ``recip_rank.10``: trec_eval accepts and ignores the 10.
-    - ranx's ``hits@k``: the mean count of relevant documents in the top k, a measure we lack.
+    - a bare trec_eval cutoff name (``P``, ``ndcg_cut``, ``map_cut``, ``success``,
+      ``iprec_at_recall``, ``Rprec_mult``): trec_eval reads it as its default cutoffs or levels;
+      name them. Bare ``recall`` is also ambiguous (ranx: the whole list, trec_eval: nine
+      cutoffs; write ``R`` or ``SetR`` for the former). ``recip_rank.10``: trec_eval accepts and
+      ignores the 10.
     - ``judged_only=``: no convention drops unjudged documents from a ranking.
     - ``duplicates=`` inside a name: it is settled once when the run is read.
-    - ``T`` without ``alpha`` (no default: a paper's T may use any alpha in [0, 1]).
+    - ``T`` without ``alpha``, and any parameter without a default left out (``IPrec`` needs its
+      level, ``RBP`` its p, the C/W/L measures ``max_rel``).
     - ``rel=`` on nDCG/DCG (ir_measures has none; write the two axes explicitly).
-    - a cutoff that is not a positive integer (trec_eval truncates ``23.4`` to 23; we refuse).
+    - a cutoff that is not a positive integer.
+    - the names of measures that need more than a run and qrels (diversity measures, trec_eval's
+      preference and judgment-group measures): ``_UNSUPPORTED`` says why.
     """
     texts = [text] if isinstance(text, str) else list(text)
     out: list[Measure] = []

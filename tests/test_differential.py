@@ -28,6 +28,8 @@ measure the entry supports (one cutoff drawn per case)::
 
     CONFORMANCE_FUZZ=10000 python -m pytest -s tests/test_differential.py -k test_fuzz_entry
 
+(``CONFORMANCE_FUZZ_FAMILIES=Bpref,ERR`` limits the long fuzz to those families.)
+
 A library that is not installed FAILS its tests, unless named (library or entry name, comma
 separated) in ``CONFORMANCE_ALLOW_MISSING``, e.g. ``CONFORMANCE_ALLOW_MISSING=torchmetrics``; then
 its tests are reported as skipped, never as passed.
@@ -288,11 +290,15 @@ def test_negative_or_fractional_labels(e: Entry, spec: tuple, ks: tuple) -> None
 # measure the entry supports (one cutoff drawn per case), half on clean labels, half with a
 # negative or fractional label. Unset or 0: skipped (reported as skipped, not as passed).
 FUZZ = int(os.environ.get("CONFORMANCE_FUZZ", "0") or 0)
+# CONFORMANCE_FUZZ_FAMILIES=Bpref,ERR,...: the long fuzz asks about these families only
+FUZZ_FAMILIES = set(filter(None, os.environ.get("CONFORMANCE_FUZZ_FAMILIES", "").split(",")))
 
 
 def _fuzz_measures(e: Entry, k: int) -> list[Measure]:
     out = []
     for family, with_cutoff, params, overrides in FAMILIES:
+        if FUZZ_FAMILIES and family not in FUZZ_FAMILIES:
+            continue
         m = measure_of(family, k if with_cutoff else None, params, overrides)
         if e.supports(m) and m not in out:
             out.append(m)
