@@ -185,11 +185,10 @@ def compare(qrels: Any, run: Any, measures: str | Sequence[str | Measure] = DEFA
     their explanations, ``summary``), what ``conformance run --qrels --run`` reports.
 
     Each library runs in a worker process of its own (a library that crashes or hangs past
-    ``timeout`` seconds is recorded as that entry's error); a library that is not installed is
-    listed as unavailable.
+    ``timeout`` seconds is recorded as that entry's error); a library that cannot be used is
+    listed as unavailable, with what happened in ``result.status``.
     """
-    from conformance.libs._worker import DEFAULT_TIMEOUT, isolate
-    from conformance.runner import Subject, run_entries
+    from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries
 
     chosen = select_entries(libs)
     subject = Subject(name, load_qrels(qrels), load_run(run, duplicates="error"), _measures(measures))

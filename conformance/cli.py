@@ -1,13 +1,24 @@
 """The command line: ``conformance eval`` computes measures under a named profile.
 
 Every error a user can cause (bad input, unknown measure, axis, value or profile, a convention
-that refuses the input, a file that cannot be read) ends as one line on stderr,
+that refuses the input, a file that cannot be read, an input too large for the machine's memory)
+ends as one line on stderr,
 ``conformance: error: <message>``, and exit status 2. Click's own usage errors (an unknown
 option, a bad ``--format``) keep Click's format and also exit 2. Anything else is a bug in
 conformance: it ends as one line, ``conformance: internal error: <type>: <message>``, with a
 request to report it, and exit status 3 (distinct from 2, so a script can tell its own bad input
 from our bug). The traceback is printed only when the environment sets ``CONFORMANCE_DEBUG=1``.
 No traceback reaches a user otherwise.
+
+Signals and closed outputs (the console entry point, :func:`console`): SIGINT (Ctrl-C), SIGTERM
+and SIGHUP stop any command the same way: the work unwinds (library workers are killed, an
+output file being written is left as it was), one line ``conformance: stopped by SIGTERM`` goes
+to stderr, and the exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
+129 for SIGHUP), never 1, which ``run`` gives for an unexplained disagreement. A signal the
+process inherited as ignored (``nohup``, a background job of a non-interactive shell) stays
+ignored. When stdout's reader goes away (``| head -1``) the command ends quietly with exit
+status 141 (128 + SIGPIPE, what a program killed by SIGPIPE reports); with stdout closed
+(``>&-``) what it would print is discarded, as with ``>/dev/null``.
 
 Unusual but valid input is evaluated, and each oddity gets a ``conformance: warning:`` line on
 stderr (``--quiet`` silences them): rows ignored (duplicates, empty queries), rows with fields
@@ -45,7 +56,10 @@ import io as _stdio
 import json
 import math
 import os
+import signal
 import sys
+import threading
+import time
 from contextlib import ExitStack
 from typing import Any, NoReturn
 
@@ -53,13 +67,14 @@ import click
 
 from conformance import __version__
 from conformance.conventions import AXES, ConventionError, Conventions, format_value
-from conformance.errors import ConformanceError
+from conformance.errors import ConformanceError, Stopped
 from conformance.measures import Measure, MeasureError, parse_measures
 
 DEFAULT_METRICS = "nDCG@10,AP,RR,P@10"
 USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
 HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list is warned about
 INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
+BROKEN_PIPE = 128 + 13  # stdout's reader went away: the status of a process killed by SIGPIPE
 
 
 def _fail(message: str) -> NoReturn:
@@ -83,18 +98,45 @@ def reports_errors(func):
             return func(*args, **kwargs)
         except BrokenPipeError:
             # The reader stopped reading (``| head``): stop quietly, as Unix tools do.
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError, _stdio.UnsupportedOperation):
-                pass
-            raise click.exceptions.Exit(1) from None
+            _discard_stdout()
+            raise click.exceptions.Exit(BROKEN_PIPE) from None
         except USER_ERRORS as exc:
             _fail(str(exc))
         except OSError as exc:
             _fail(_os_message(exc))
+        except MemoryError as exc:  # the input is too large for this machine: not a bug
+            _fail(_no_memory(exc))
 
     return wrapper
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that what is still buffered for a reader that went away
+    is not written again at exit (with "Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, _stdio.UnsupportedOperation):
+        pass
+
+
+_told: list[bool] = []  # the "stopped by" line was printed
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    """One line for a stop signal; its exit status (a bare KeyboardInterrupt is SIGINT's)."""
+    signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+    if not _told:
+        _told.append(True)
+        click.echo(f"conformance: stopped by {signal.Signals(signum).name}", err=True)
+    return 128 + signum
+
+
+def _no_memory(exc: MemoryError) -> str:
+    from conformance.io.limits import not_enough_memory
+
+    return not_enough_memory(exc)
 
 
 def _internal_error(exc: BaseException) -> NoReturn:
@@ -102,11 +144,10 @@ def _internal_error(exc: BaseException) -> NoReturn:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    text = " ".join(str(exc).split())
     if isinstance(exc, MemoryError):
-        text = "out of memory" + (f" ({text})" if text else "")
-    else:
-        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        _fail(_no_memory(exc))
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     click.echo(
         f"conformance: internal error: {text[:500]} (a bug in conformance, not in your input; "
         "please report it with the command you ran; CONFORMANCE_DEBUG=1 shows the traceback)",
@@ -135,12 +176,40 @@ class _Guarded(click.Group):
                 return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except KeyboardInterrupt:
-            raise click.exceptions.Abort() from None
+        except KeyboardInterrupt as exc:  # Ctrl-C or a stop signal (see ``console``)
+            raise click.exceptions.Exit(_stopped(exc)) from None
         except USER_ERRORS as exc:  # raised outside a command's own handler
             _fail(str(exc))
         except Exception as exc:
             _internal_error(exc)
+
+
+def input_options(func):
+    """The options that say how the input files are read (eval, run and check-paper)."""
+    from conformance.io.limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_LINE_BYTES, INPUT_ENV, LINE_ENV, format_size
+
+    func = click.option(
+        "--max-line-bytes", "max_line_bytes", metavar="SIZE", default=None,
+        help=f"Refuse a line longer than this (64M, 1G; 0: no limit). [default: {LINE_ENV} or "
+             f"{format_size(DEFAULT_MAX_LINE_BYTES)}]")(func)
+    func = click.option(
+        "--max-input-bytes", "max_input_bytes", metavar="SIZE", default=None,
+        help=f"Refuse an input larger than this once decompressed (16G; 0: no limit). [default: "
+             f"{INPUT_ENV} or {format_size(DEFAULT_MAX_INPUT_BYTES)}]")(func)
+    return click.option(
+        "--columns", "columns", metavar="ROLE=COLUMN,...", default=None,
+        help="The column of each role in CSV, TSV, Parquet or Arrow input, when its name is not "
+             "one conformance knows: qid=,docid=,score=,rank=,label= (e.g. --columns "
+             "qid=query,docid=passage,score=sim).")(func)
+
+
+def reading(columns: str | None, max_input_bytes: str | None, max_line_bytes: str | None) -> dict:
+    """The keyword arguments of ``load_qrels`` / ``load_run`` that :func:`input_options` give."""
+    from conformance.io.limits import Limits
+    from conformance.io.roles import parse_roles
+
+    return {"columns": parse_roles(columns) if columns is not None else None,
+            "limits": Limits.from_env(max_input_bytes=max_input_bytes, max_line_bytes=max_line_bytes)}
 
 
 @click.group(cls=_Guarded, context_settings={"help_option_names": ["-h", "--help"]})
@@ -154,8 +223,10 @@ def main() -> None:
 
 
 @main.command("eval")
-@click.option("--qrels", "qrels_path", metavar="FILE", help="Relevance judgments (TREC qrels).")
-@click.option("--run", "run_path", metavar="FILE", help="The ranked lists (TREC run).")
+@click.option("--qrels", "qrels_path", metavar="FILE",
+              help="Relevance judgments: TREC qrels, JSON, JSONL, CSV/TSV with a header, Parquet or Arrow.")
+@click.option("--run", "run_path", metavar="FILE",
+              help="The ranked lists: TREC run, JSON, JSONL, CSV/TSV with a header, Parquet or Arrow.")
 @click.option(
     "--example", is_flag=True,
     help="Evaluate the bundled example (3 queries, graded labels, a tie) instead of --qrels/--run.",
@@ -181,6 +252,7 @@ def main() -> None:
     show_default=True, help="Output format.",
 )
 @click.option("--quiet", is_flag=True, help="No row counts or warnings on stderr.")
+@input_options
 @reports_errors
 def eval_command(
     qrels_path: str | None,
@@ -192,6 +264,9 @@ def eval_command(
     per_query: bool,
     fmt: str,
     quiet: bool,
+    columns: str | None,
+    max_input_bytes: str | None,
+    max_line_bytes: str | None,
 ) -> None:
     """Evaluate a run against qrels, like trec_eval, under a named profile.
 
@@ -209,6 +284,7 @@ def eval_command(
     if uncovered and not quiet:
         click.echo(f"conformance: warning: {profile_name} does not compute {', '.join(uncovered)}; "
                    f"computed under {profile_name}'s conventions for the measures it has", err=True)
+    how = reading(columns, max_input_bytes, max_line_bytes)
     if example and (qrels_path or run_path):
         _fail("--example evaluates the bundled files; give either --example or --qrels and --run")
     if not example and not (qrels_path and run_path):
@@ -222,7 +298,7 @@ def eval_command(
             files = resources.files("conformance") / "examples"
             qrels_path = str(stack.enter_context(resources.as_file(files / "qrels.txt")))
             run_path = str(stack.enter_context(resources.as_file(files / "run.txt")))
-        result = _evaluate(qrels_path, run_path, measures, bases)
+        result = _evaluate(qrels_path, run_path, measures, bases, **how)
 
     global _evaluated
     _evaluated = True  # the output is complete from here on (see ``console``)
@@ -287,7 +363,7 @@ def _release_freed_memory() -> None:
     CSV parser frees was given back and faulted in again for the next block: ~66,000 page
     faults in the parse of a 2M-row run, ~0.25 s of system time. With 100 ms, blocks are
     reused while the parse runs (~43,000 faults), and the readers return what is left once
-    parsed (``io._fast_parse``, and ``_evaluate`` after both files are read), so the peak
+    parsed (``io.trec._fast_parse``, and ``_evaluate`` after both files are read), so the peak
     stays that of the evaluation (401-402 MB either way, in 8 runs each; the whole command
     ~0.2 s faster). A 1 s decay kept too much between the purges (peak 589 MB). Skipped
     where Arrow has no jemalloc.
@@ -338,9 +414,10 @@ def _one_malloc_arena() -> None:
 
 
 def _evaluate(qrels_path: str, run_path: str, measures: list[Measure],
-              bases: dict[Measure, Conventions]) -> _Result:
+              bases: dict[Measure, Conventions], **how) -> _Result:
     """Read both files and evaluate each measure under its own conventions ``bases[m]`` (the
-    profile's for that measure, with --set applied; the measure's name may fix more)."""
+    profile's for that measure, with --set applied; the measure's name may fix more); ``how``:
+    the readers' options (--columns and the input limits)."""
     base = bases[measures[0]]
     _no_blas_threads()
     import pyarrow as pa
@@ -355,13 +432,13 @@ def _evaluate(qrels_path: str, run_path: str, measures: list[Measure],
     # the readers spend most of their time in Arrow and numpy, outside the GIL). Their
     # transient arrays add to the run reader's (on 2M rows the command's peak was 360-396 MB
     # in 14 runs, against pytrec_eval's 421 MB; reading one file after the other, 378-394).
-    qrels_read = in_thread(lambda: cio.load_qrels(qrels_path))
+    qrels_read = in_thread(lambda: cio.load_qrels(qrels_path, **how))
     try:
         # The reader's check for a docid listed twice in a query sorts every (query, docid)
         # pair (~0.04 s on a 2M-row run); the join below sorts them with the judgments and
         # sees every repeat too, so the check is made only when the join did not run or
         # found one (then the reader's error, or its duplicates policy, as if made at read).
-        run = cio.load_run(run_path, duplicates=base.duplicates, check_pairs=False)
+        run = cio.load_run(run_path, duplicates=base.duplicates, check_pairs=False, **how)
     except BaseException:
         qrels_read()  # a bad qrels file is reported first, as if it had been read first
         raise
@@ -597,9 +674,10 @@ def _select_entries(libs: str):
               help="Stop a library that has not answered one case after this long, and record "
                    "that as its error for the case; 0: no limit.  [default: 300]")
 @click.option("--quiet", is_flag=True, help="No progress bar and no warnings.")
+@input_options
 @reports_errors
 def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, tol,
-                lib_timeout, quiet):
+                lib_timeout, quiet, columns, max_input_bytes, max_line_bytes):
     """Run library entries beside the reference over the edge-case corpus (or your files) and
     explain every disagreement by the conventions that cause it.
 
@@ -607,11 +685,10 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
     (past --lib-timeout) gets that recorded as its error for the case, and the run goes on.
 
     Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
-    input, 3 on an internal error.
+    input, 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
     """
-    from conformance import summary
-    from conformance.libs._worker import DEFAULT_TIMEOUT, isolate
-    from conformance.runner import Subject, availability, run_entries
+    from conformance import outputs, summary
+    from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries, statuses
 
     entries = isolate(_select_entries(libs), DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout)
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
@@ -622,8 +699,9 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
             raise ConformanceError("give either --cases or --qrels/--run, not both")
         from conformance import io as cio
 
-        qrels = cio.load_qrels(qrels_path)
-        run = cio.load_run(run_path, duplicates="error")
+        how = reading(columns, max_input_bytes, max_line_bytes)
+        qrels = cio.load_qrels(qrels_path, **how)
+        run = cio.load_run(run_path, duplicates="error", **how)
         subjects = [Subject(os.path.basename(run_path), qrels, run,
                             metrics or parse_measures("nDCG@10,nDCG,AP,RR,P@10,R@100"))]
         if not quiet:
@@ -638,20 +716,23 @@ def run_command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, 
         subjects = [Subject(c.name, c.qrels, c.run, metrics or c.measures, c.description)
                     for c in cases]
 
-    available = availability(entries)  # every worker imports its library, at the same time
+    status = statuses(entries)  # every worker imports its library, at the same time
     for e in entries:
-        if not available[e.name]:
-            click.echo(f"conformance: warning: {e.name} is not installed; it is reported as "
-                       f"unavailable", err=True)
+        if not status[e.name].available:
+            slow = status[e.name].state == "import_timed_out"
+            hint = "; raise --lib-timeout to wait longer" if slow else ""
+            click.echo(f"conformance: warning: {e.name} {status[e.name].describe()}{hint}; it is "
+                       "reported as unavailable", err=True)
     result = _run_with_progress(run_entries, entries, subjects, tol, quiet)
-    click.echo(summary.render(result))
+    # the files first, whole or not at all: a reader of stdout that goes away (| head) or a
+    # stop signal during the summary cannot cost them
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
-            fh.write(result.dumps())
+        outputs.write_text(json_path, result.dumps())
     if html_path:
         from conformance.report import html as report_html
 
-        report_html.write(result, html_path)
+        outputs.write_text(html_path, report_html.render(result), make_parents=True)
+    click.echo(summary.render(result))
     raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
 
 
@@ -671,20 +752,30 @@ def _run_with_progress(run_entries, entries, subjects, tol, quiet):
 @main.command("libs")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
+@click.option("--lib-timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Give up on a library whose import has not finished after this long; 0: no "
+                   "limit.  [default: 300]")
 @reports_errors
-def libs_command(fmt):
-    """List the library entries, their installed versions, and each entry's profile across the
-    convention axes."""
+def libs_command(fmt, lib_timeout):
+    """List the library entries, their installed versions (or why one cannot be used), and each
+    entry's profile across the convention axes."""
     from conformance import libs as L
     from conformance.conventions import AXES
+    from conformance.runner import DEFAULT_TIMEOUT, isolate, statuses
 
     entries = L.all_entries()
+    # each library imported in its worker, all at once: one that crashes or hangs on import
+    # is reported as such, and costs neither this process nor the others' time
+    status = statuses(isolate(entries, DEFAULT_TIMEOUT if lib_timeout is None else lib_timeout))
     rows = []
     for e in entries:
-        available = e.available()
+        available = status[e.name].available
         prof = e.default_profile().to_dict()
         rows.append({"entry": e.name, "library": e.library, "available": available,
+                     "status": status[e.name].state,
+                     "problem": None if available else status[e.name].describe(),
                      "version": e.version() if available else None,
+                     "install": None if available else e.install_command(),
                      "description": e.description, "tolerance": e.tolerance, "profile": prof})
     if fmt == "json":
         click.echo(json.dumps({"entries": rows}, sort_keys=True, indent=1))
@@ -697,8 +788,11 @@ def libs_command(fmt):
     for col in ("entry", "version", "description"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["entry"], r["version"] or "not installed", r["description"])
+        t.add_row(r["entry"], r["version"] or f"unavailable ({r['install']})", r["description"])
     console.print(t)
+    for r in rows:
+        if r["problem"] is not None:
+            click.echo(f"{r['entry']}: {r['problem']}")
     # profiles as plain columns in blocks that fit the terminal, so no value is cut short
     width = console.width
     axis_w = max(len(a) for a in AXES) + 2
@@ -764,33 +858,132 @@ from conformance import cli_rag as _cli_rag  # noqa: E402,F401
 _evaluated = False  # set by ``eval`` once its result is computed
 
 
+_signalled: list[int] = []  # the stop signal received, if any (see ``_stop_on_signals``)
+STOP_DEADLINE = 1.5  # seconds the orderly stop may take before the process leaves at once
+
+
+def _stop_on_signals() -> None:
+    """SIGINT, SIGTERM and SIGHUP raise ``Stopped`` in the main thread, so that each unwinds
+    the work as Ctrl-C does (the runner kills its workers, an output being written is removed).
+    A signal inherited as ignored stays ignored; one that comes while the first is handled is
+    ignored, so the stopping itself is not cut short.
+
+    Python runs a handler only between bytecodes of the main thread, so a signal that comes
+    while the main thread sits in a long native call would wait for that call. So the signal is
+    also written, at once, to a wakeup pipe (``signal.set_wakeup_fd``) that a watchdog thread
+    reads: if the process is still here ``STOP_DEADLINE`` seconds after the first stop signal,
+    the watchdog kills the library workers, removes the output being written and leaves with
+    the same status."""
+
+    def stop(signum, frame):
+        if _signalled:
+            return
+        _signalled.append(signum)
+        raise Stopped(signum)
+
+    handled = set()
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)  # no SIGHUP on Windows
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, stop)
+            handled.add(int(sig))
+    if handled:
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        threading.Thread(target=_leave_after_deadline, args=(wake_read, handled),
+                         name="stop-deadline", daemon=True).start()
+
+
+def _leave_after_deadline(wake_read: int, handled: set[int]) -> None:
+    while True:
+        signum = os.read(wake_read, 1)[0]
+        if signum in handled:
+            break
+    time.sleep(STOP_DEADLINE)
+    for name, cleanup in (("conformance.isolation", "kill_all"),
+                          ("conformance.outputs", "discard_partial")):
+        module = sys.modules.get(name)  # only what this command imported has work to undo
+        if module is not None:
+            getattr(module, cleanup)()
+    if not _told:
+        os.write(2, f"conformance: stopped by {signal.Signals(signum).name}\n".encode())
+    os._exit(128 + signum)
+
+
+def _open_std_streams() -> None:
+    """A closed stdin, stdout or stderr (``>&-``) becomes /dev/null: what would be printed is
+    discarded, and no pipe the command opens can take the descriptor's number."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            setattr(sys, name, open(fd, mode, closefd=False))
+        if getattr(sys, name) is None:  # closed at start, its number since taken by a file
+            setattr(sys, name, open(os.devnull, mode))
+
+
 def console() -> None:
-    """The ``conformance`` console script: :func:`main`, and after a successful ``eval``, an
-    exit that skips the interpreter's teardown.
+    """The ``conformance`` console script: :func:`main` with the signal and closed-output
+    handling of the module docstring, and after a successful ``eval``, an exit that skips the
+    interpreter's teardown.
 
     At exit Python frees every object and module one by one; after ``eval`` on a 2M-row run
     that took ~0.1 s of a ~2 s command, spent releasing arrays the process is about to give
     back whole. ``eval`` starts no process or thread that outlives it and holds no file open for
     writing, so after flushing stdout and stderr nothing is lost by leaving at once. Every other
-    command, and every error, exits the usual way (``conformance run``'s worker processes are
-    stopped by their own exit handlers).
+    command, and every error, closes the library workers (together, cleanly) and exits the
+    usual way.
     """
+    _open_std_streams()  # first: the signals' wakeup pipe must not take a closed stream's number
+    _stop_on_signals()
     try:
         main()
-    except SystemExit as stop:
-        if not _evaluated or stop.code not in (0, None):
-            raise
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt as exc:  # a stop signal outside any command
+        code = _stopped(exc)
+    if _signalled and code != 128 + _signalled[0]:  # Click took it for an Abort ("Aborted!")
+        code = _stopped(Stopped(_signalled[0]))
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # the reader went away at the last write
+        _discard_stdout()
+        if code in (0, 1, None):
+            code = BROKEN_PIPE
+    if _evaluated and code in (0, None):
         try:
-            sys.stdout.flush()
             sys.stderr.flush()
         except (OSError, ValueError):
-            raise stop from None  # a closed or broken stream: let Python's exit report it
+            pass
         os._exit(0)
+    isolation = sys.modules.get("conformance.isolation")  # imported only where workers ran
+    if isolation is not None:
+        try:
+            # idle workers end cleanly (in parallel, as long as a worker's own exit takes,
+            # under a second); when stopping, they are killed at once
+            isolation.close_all(grace=0 if _signalled else isolation.CLOSE_GRACE)
+        except KeyboardInterrupt as exc:  # a stop signal while closing: the rest were killed
+            code = _stopped(exc)
+    if _signalled:  # everything is undone: leave without the interpreter's slow teardown
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
     # Under `python -m conformance.cli` this file runs as __main__, while other modules (such
-    # as cli_paper) register their commands on the importable conformance.cli.main: run that.
-    from conformance.cli import main as _package_main
+    # as cli_paper) register their commands on the importable conformance.cli.main: run the
+    # console entry point of that module.
+    from conformance.cli import console as _package_console
 
-    _package_main()
+    _package_console()

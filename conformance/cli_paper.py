@@ -16,26 +16,28 @@ import sys
 
 import click
 
-from conformance.cli import main, reports_errors
+from conformance import outputs
+from conformance.cli import input_options, main, reading, reports_errors
 from conformance.errors import ConformanceError
 
 
 def _html_writer():
-    """``conformance.report.html.write_paper``, or a clear error while it does not exist yet."""
+    """A writer of the check-paper HTML report (``conformance.report.html.render_paper``, written
+    whole or not at all), or a clear error while the report does not exist yet."""
     try:
         from conformance.report import html as report_html
     except ModuleNotFoundError as exc:
         if exc.name not in ("conformance.report", "conformance.report.html"):
             raise
         report_html = None
-    write = getattr(report_html, "write_paper", None)
-    if write is None:
-        # TODO: remove once conformance.report.html.write_paper(result, path) exists.
+    render = getattr(report_html, "render_paper", None)
+    if render is None:
+        # TODO: remove once conformance.report.html.render_paper(result) exists.
         raise ConformanceError(
             "--html: the check-paper HTML report is not yet available "
-            "(conformance.report.html.write_paper does not exist yet); use --json for now"
+            "(conformance.report.html.render_paper does not exist yet); use --json for now"
         )
-    return write
+    return lambda result, path: outputs.write_text(path, render(result), make_parents=True)
 
 
 @main.command("check-paper")
@@ -62,9 +64,10 @@ def _html_writer():
 @click.option("--json", "json_path", metavar="OUT", help="Write the full answer as JSON.")
 @click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress, row counts or warnings on stderr.")
+@input_options
 @reports_errors
 def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
-                        libs, no_live, json_path, html_path, quiet):
+                        libs, no_live, json_path, html_path, quiet, columns, max_input_bytes, max_line_bytes):
     """Which convention sets and library entries reproduce the values a paper reports?
 
     Sweeps every combination of the conventions that can change the reported measures (gain,
@@ -95,8 +98,9 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
     entries = _select_entries(libs)
     per_query = (paper.read_reported_per_query(per_query_path, digits=digits, percent=percent)
                  if per_query_path else None)
-    qrels = cio.load_qrels(qrels_path)
-    run = cio.load_run(run_path, duplicates="error")
+    how = reading(columns, max_input_bytes, max_line_bytes)
+    qrels = cio.load_qrels(qrels_path, **how)
+    run = cio.load_run(run_path, duplicates="error", **how)
     if not quiet:
         click.echo(f"conformance: {_describe('qrels', qrels)}", err=True)
         click.echo(f"conformance: {_describe('run', run)}", err=True)
@@ -108,9 +112,10 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
                 f"{shown}{f' and {more} more' if more > 0 else ''}", err=True)
         if not no_live:
             for e in entries:
-                if not e.available():
-                    click.echo(f"conformance: warning: {e.name} is not installed; judged by its "
-                               "declared profile only", err=True)
+                status = e.import_status()
+                if not status.available:
+                    click.echo(f"conformance: warning: {e.name} {status.describe()}; judged by "
+                               "its declared profile only", err=True)
     result = _with_progress(
         lambda progress: paper.check_paper(qrels, run, reported, entries=entries, live=not no_live,
                                            per_query_file=per_query, progress=progress),
@@ -118,12 +123,13 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
     )
     if not quiet and result.sweep.facts.scored_queries == 0:
         click.echo("conformance: warning: the run and the qrels share no query", err=True)
-    click.echo(result.render(), nl=False)
+    # the files first, whole or not at all (see ``conformance.outputs``): a reader of stdout
+    # that goes away (| head) or a stop signal during the summary cannot cost them
     if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
-            fh.write(result.dumps())
+        outputs.write_text(json_path, result.dumps())
     if write_html is not None:
         write_html(result, html_path)
+    click.echo(result.render(), nl=False)
 
 
 def _with_progress(work, quiet: bool):

@@ -138,8 +138,8 @@ def _parse_gain_map(text: str) -> str:
 
 
 def gain_map(value: str) -> dict[float, float] | None:
-    """The label -> gain map of a custom ``gain`` value, or None for linear/exponential."""
-    if value in ("linear", "exponential"):
+    """The label -> gain map of a custom ``gain`` value, or None for a named gain."""
+    if value in AXES["gain"].values:
         return None
     return {float(k): float(v) for k, v in (p.split(":") for p in value.split(","))}
 
@@ -226,13 +226,16 @@ AXES: dict[str, Axis] = {
             {
                 "linear": "gain = rel",
                 "exponential": "gain = 2^rel - 1",
+                "binary": "gain = 1 for a relevant document (label >= relevance_threshold), else 0 "
+                          "(sentence-transformers' NDCG@k, which sees sets of relevant ids)",
             },
             default="linear",
             group="graded",
             parse_open=_parse_gain_map,
             open_meaning="a label:gain map such as '0:0,1:1,2:3' (unlisted labels keep gain = label)",
-            swept=("linear", "exponential"),
-            phrases={"linear": "linear gain", "exponential": "exponential gain (2^rel - 1)"},
+            swept=("linear", "exponential", "binary"),
+            phrases={"linear": "linear gain", "exponential": "exponential gain (2^rel - 1)",
+                     "binary": "binary gain (1 per relevant document)"},
             explorer=True,
         ),
         Axis(
@@ -387,6 +390,9 @@ AXES: dict[str, Axis] = {
             {
                 "run": "queries present in both the run and the qrels",
                 "qrels": "every judged query; one missing from the run scores 0",
+                "qrels_strict": "every judged query, one missing from the run scoring 0; "
+                                "evaluation fails on a run query with no judgment (BEIR's "
+                                "evaluate_custom: qrels[query_id])",
                 "raise": "evaluation fails when the run's and the qrels' query sets differ",
             },
             default="run",
@@ -478,6 +484,37 @@ AXES: dict[str, Axis] = {
             },
             default="error",
             group="input",
+        ),
+        Axis(
+            "identical_ids",
+            "a retrieved document whose id equals the query id",
+            {
+                "keep": "it is ranked like any other document",
+                "drop": "it is removed from the run before anything is scored (BEIR's "
+                        "ignore_identical_ids=True); its judgment still counts in R and the "
+                        "ideal, and a query left with no document is scored on an empty list",
+            },
+            default="keep",
+            group="input",  # every family sees the shorter list (reference.evaluate's kept rows)
+            # not swept: the sweep's engine ranks the run's rows itself and keeps every one
+            phrases={"keep": "documents named like their query kept",
+                     "drop": "documents named like their query dropped"},
+        ),
+        Axis(
+            "rounding",
+            "the decimal places a library reports its values to",
+            {"none": "full precision"},
+            default=None,
+            group="aggregation",  # Evaluation.aggregate: mean-aggregated families
+            parse_open=_parse_int("rounding", 0),
+            open_meaning="an integer N >= 0: each query's value and the mean are rounded to N "
+                         "places (Python's round, half to even on the exact binary value), the "
+                         "mean from the unrounded values (BEIR and MTEB: 5)",
+            # not swept: the sweep's aggregates are unrounded (a printed value's own interval
+            # already holds what rounding to fewer places does)
+            phrases={None: "values at full precision"},
+            open_phrase="values rounded to {} places",
+            stored={"none": None},
         ),
         Axis(
             "mean",

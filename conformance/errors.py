@@ -23,6 +23,16 @@ class EvaluationError(ConformanceError):
     """The conventions in force refuse this input (empty_query=raise, negative_labels=raise, ...)."""
 
 
+class Stopped(KeyboardInterrupt):
+    """A stop signal arrived (SIGINT, SIGTERM, SIGHUP; ``signum``). A KeyboardInterrupt, so
+    that every signal unwinds the work as Ctrl-C does; the command's exit status is 128 +
+    ``signum``."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signum)
+
+
 _CLOCK = re.compile(r"\[\d{2}:\d{2}:\d{2}\] ")  # XGBoost: "[03:14:29] src/...: Check failed"
 _TRACE = re.compile(r"\n\s*(Stack trace:|\[bt\] ).*", re.S)  # XGBoost's native stack trace
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{8,}\b")

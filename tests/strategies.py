@@ -14,15 +14,21 @@ something readable. The generator aims at the places where conventions part:
   ir_measures' ERR and nDCG(dcg='exp-log2')@k go through, reads only numeric query ids);
 - queries only in the run and queries only in the qrels;
 - run rows listed in an arbitrary order (not by score), since input order breaks ties for some
-  libraries.
+  libraries;
+- documents whose id is a query id (``q1``, ``q2``), so a query may retrieve itself (BEIR drops
+  such documents by default);
+- float32 cosine similarities: values in [-1, 1] that are exact float32 numbers, and float64
+  neighbours that tie with them once narrowed to float32 (dense retrievers score in float32).
 
-The run never lists a document twice for one query (a validated ``Run`` cannot).
+With ``duplicates=True`` a query's list may repeat a document (with its own score), as a RAG
+retriever's list of chunks can; otherwise the run never lists a document twice for one query.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from hypothesis import strategies as st
 
 from conformance.data import Qrels, Run
@@ -30,10 +36,14 @@ from conformance.data import Qrels, Run
 QIDS = ["q1", "q2", "q9", "q10"]
 NUMERIC_QIDS = ["1", "2", "9", "10"]
 DOCIDS = [f"d{i}" for i in range(1, 21)]  # d1 d10 d11 ... d19 d2 d20 d3 ... in byte order
+DOCIDS += ["q1", "q2"]  # documents named like queries: self-retrieval
 
 # Scores: equal scores are frequent; 1.0 / 1.0+1e-9 and 1e8 / 1e8+1 are distinct in float64 but
 # equal once narrowed to float32; -1.0 and 0.0 exercise signs.
 SCORE_POOL = [0.0, 0.5, 1.0, 1.0 + 1e-9, 2.0, 3.0, -1.0, 1e8, 1e8 + 1.0]
+# Cosine similarities as a float32 model gives them, and float64 values equal to them in float32.
+_COSINES = [float(np.float32(x)) for x in (0.8372, 0.7165, 0.5013, -0.1275)]
+COSINE_POOL = _COSINES + [c + 1e-9 for c in _COSINES[:2]]
 CLEAN_LABELS = [0.0, 1.0, 2.0, 3.0, 4.0]
 NEGATIVE_LABELS = [-1.0, -2.0]
 FRACTIONAL_LABELS = [0.5, 1.5, 2.25]
@@ -81,6 +91,7 @@ def cases(
     max_queries: int = 4,
     max_docs: int = 15,
     numeric_qids: bool = False,
+    duplicates: bool = False,
 ) -> Case:
     """A (qrels, run) case.
 
@@ -94,6 +105,7 @@ def cases(
     unusual = [x for x in pool if x < 0 or x != int(x)]
     score = st.one_of(
         st.sampled_from(SCORE_POOL),
+        st.sampled_from(COSINE_POOL),
         st.integers(0, 4).map(float),
         st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64),
     )
@@ -111,8 +123,13 @@ def cases(
         retrieved: list[str] = []
         if role != "qrels_only":
             retrieved = draw(st.lists(doc, min_size=1, max_size=max_docs, unique=True))
-            scores = draw(st.lists(score, min_size=len(retrieved), max_size=len(retrieved)))
-            run_blocks.append([(qid, d, s) for d, s in zip(retrieved, scores)])
+            listed = retrieved
+            if duplicates and draw(st.booleans()):  # some documents listed again
+                again = draw(st.lists(st.sampled_from(retrieved), min_size=1, max_size=3))
+                at = draw(st.permutations(range(len(retrieved) + len(again))))
+                listed = [(retrieved + again)[i] for i in at]
+            scores = draw(st.lists(score, min_size=len(listed), max_size=len(listed)))
+            run_blocks.append([(qid, d, s) for d, s in zip(listed, scores)])
         if role == "run_only":
             continue
         no_relevant = draw(st.booleans())

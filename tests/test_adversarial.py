@@ -47,7 +47,7 @@ from hypothesis import strategies as st
 from conformance import io as cio
 from conformance import libs as L
 from conformance.cli import main
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.errors import InputError
 from conformance.libs.base import Entry, LibraryValues
 from conformance.libs.trec_eval import PROFILE as TREC_PROFILE
@@ -67,6 +67,9 @@ SUBPROCESS = {
     "k_zero", "unknown_axis", "unknown_value", "run_unknown_lib", "bom_crlf", "unicode_ids",
     "mb_docid", "no_common_query", "k_huge", "cr_only", "fractional_labels_refused",
     "cutoff_beyond_int64", "exp_gain_label_1024", "exp_gain_dcg_overflow",
+    "gzip_bomb_long_line", "gzip_bomb_nul", "dev_zero", "nul_file", "input_size_env", "long_line_env",
+    "json_huge_int_score", "json_lone_surrogate_docid", "jsonl_qid_aliases_differ", "csv_ragged",
+    "unknown_format", "json_exact_big_ints", "limit_env_not_a_size",
 }
 _NOT_INPUT = {"cases.json", "README.md"}
 PY_WARNING = re.compile(r"\.py:\d+: \w*Warning")
@@ -76,13 +79,13 @@ def _args(case: dict) -> list[str]:
     return [a.replace("{A}", str(CORPUS)) for a in case["args"]]
 
 
-def _cli(args: list[str]) -> tuple[int, str, str]:
-    result = CliRunner(catch_exceptions=False).invoke(main, args)
+def _cli(args: list[str], env: dict | None = None) -> tuple[int, str, str]:
+    result = CliRunner(catch_exceptions=False).invoke(main, args, env=env)
     return result.exit_code, result.stdout, result.stderr
 
 
-def _subprocess(args: list[str]) -> tuple[int, str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _subprocess(args: list[str], extra_env: dict | None = None) -> tuple[int, str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(extra_env or {}))
     done = subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True,
                           text=True, timeout=600, env=env, cwd=str(ROOT))
     return done.returncode, done.stdout, done.stderr
@@ -150,12 +153,12 @@ def test_corpus_size_and_manifest_cover_every_file():
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_case_in_process(case):
-    _check(case, *_cli(_args(case)))
+    _check(case, *_cli(_args(case), case.get("env")))
 
 
 @pytest.mark.parametrize("name", sorted(SUBPROCESS))
 def test_case_as_a_process(name):
-    _check(BY_NAME[name], *_subprocess(_args(BY_NAME[name])))
+    _check(BY_NAME[name], *_subprocess(_args(BY_NAME[name]), BY_NAME[name].get("env")))
 
 
 def _as_run_command(case: dict, json_out: Path) -> list[str]:
@@ -172,7 +175,7 @@ RUN_CASES = [c for c in CASES if c.get("also_run")]
 @pytest.mark.parametrize("case", RUN_CASES, ids=[c["name"] for c in RUN_CASES])
 def test_case_through_conformance_run(case, tmp_path):
     out = tmp_path / "out.json"
-    code, stdout, stderr = _cli(_as_run_command(case, out))
+    code, stdout, stderr = _cli(_as_run_command(case, out), case.get("env"))
     _no_traceback(stdout, stderr)
     if case["kind"] == "invalid":
         assert code == 2 and stdout == "", stderr
@@ -276,7 +279,7 @@ def with_faulty_entries(monkeypatch):
     def entries():
         return real() + [FaultyEntry(f) for f in FAULTS]
 
-    monkeypatch.setattr(L, "all_entries", entries)
+    monkeypatch.setattr(L, "all_entries", entries)  # conformance.profiles reads it from L
     yield
 
 
@@ -305,7 +308,8 @@ def test_faulty_library_workers_do_not_stop_the_run(with_faulty_entries, tmp_pat
 
 
 def test_worker_restarts_after_a_crash_and_the_next_case_is_evaluated():
-    from conformance.libs._worker import IsolatedEntry, worker
+    from conformance.isolation import worker
+    from conformance.runner import IsolatedEntry
     from conformance.measures import parse_measures
 
     qrels = cio.read_qrels(CORPUS / "good.qrels")
@@ -323,7 +327,7 @@ class ImportCrashEntry(FaultyEntry):
     """A library whose import kills its process: availability is asked of the worker, so the
     crash costs that library (reported unavailable), not the run."""
 
-    def available(self) -> bool:
+    def import_status(self):
         os.abort()
 
 
@@ -341,7 +345,7 @@ class SlowFirstCaseEntry(FaultyEntry):
 
 
 def test_a_library_whose_import_crashes_is_unavailable_and_the_rest_run():
-    from conformance.libs._worker import isolate
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -360,7 +364,7 @@ def test_a_library_whose_import_crashes_is_unavailable_and_the_rest_run():
 def test_libraries_run_at_the_same_time_but_results_keep_case_order():
     """A library slow on the first case does not reorder anything: every case's comparisons
     come in case order, with the values each library gives on its own, in-process."""
-    from conformance.libs._worker import isolate
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -387,7 +391,8 @@ def test_ctrl_c_stops_a_run_at_once_even_while_a_library_hangs():
     (not after --lib-timeout, here 300 s), and the hanging worker is killed."""
     import threading
 
-    from conformance.libs._worker import isolate, worker
+    from conformance.isolation import worker
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -428,7 +433,8 @@ def test_killing_the_real_trec_eval_worker_mid_run_is_recorded():
     with the square of the largest label); seeing that child is seeing the worker mid-case."""
     import threading
 
-    from conformance.libs._worker import isolate, worker
+    from conformance.isolation import worker
+    from conformance.runner import isolate
     from conformance.measures import parse_measures
     from conformance.runner import Subject, run_entries
 
@@ -522,7 +528,9 @@ def _check_reader(reader, path: Path, text: bytes | None) -> None:
     except InputError as e:
         assert e.source == str(path) and str(e).startswith(str(path)), str(e)
         assert e.line is None or e.line >= 1
-        assert e.line is None or text is None or e.line <= text.count(b"\n") + 1, (e.line, str(e))
+        # a JSON file's "line" is the record number (the pair's position), not a physical line
+        json_record = str(path).endswith(".json")
+        assert e.line is None or text is None or json_record or e.line <= text.count(b"\n") + 1, (e.line, str(e))
         return
     assert isinstance(table, (Run, Qrels)) and len(table) >= 1
     c = table.counts
@@ -561,3 +569,19 @@ def test_fuzz_mutated_corpus_files(data, tmp_path_factory):
         readers = [cio.read_run, cio.read_qrels, lambda p: cio.read_run(p, duplicates="last")]
     for reader in readers:
         _check_reader(reader, path, None if shape == "gz_damaged" else text)
+
+
+def test_running_out_of_memory_is_exit_2_with_what_was_needed():
+    """A real MemoryError (numpy refusing a 2^62-element array) inside the evaluation: exit 2,
+    one line, what the input needed; not "a bug in conformance" (exit 3)."""
+    script = ("import numpy as np, conformance.cli as c\n"
+              "def huge(*a, **k):\n    return np.empty(2**62, np.uint8)\n"
+              "c._evaluate = huge\nc.main()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", script, "eval", "--example"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    # numpy asked for 4 EiB = 4.6e18 bytes = 4.6e9 GB
+    assert done.stderr.startswith("conformance: error: not enough memory for this input (about 4611686018.4 GB "
+                                  "needed"), done.stderr

@@ -1,4 +1,4 @@
-"""``conformance.arrow_compute`` calls Arrow's kernels without importing ``pyarrow.compute``:
+"""``conformance.io.kernels`` calls Arrow's kernels without importing ``pyarrow.compute``:
 each function must give what its ``pyarrow.compute`` namesake gives, and evaluating TREC files
 must import neither ``pyarrow.compute`` (~50 ms) nor pandas (~0.5 s)."""
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance import arrow_compute as ac
-from conformance.data import arrow_numpy, arrow_strings, numpy_arrow
+from conformance.io import kernels as ac
+from conformance.io.columnar import arrow_numpy, arrow_strings, numpy_arrow
 
 STRINGS = pa.array(["q1", "", "#c", "é", "q10", "  a b ", "q1", None, "3.5", "x"])
 NUMBERS = pa.array([3, 1, None, 2, 3], pa.int64())

@@ -1,4 +1,4 @@
-"""The edge-case corpus (``conformance/cases_data/``) and its loader (``conformance.cases``).
+"""The edge-case corpus (``conformance/cases_data/``) and its loader (``conformance.io.cases``).
 
 What is checked:
 
@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cases as cases_mod
-from conformance.cases import DEFAULT_METRICS, Case, load_cases, load_file
+import conformance
+from conformance.io import cases as cases_mod
+from conformance.io.cases import DEFAULT_METRICS, Case, load_cases, load_file
 from conformance.conventions import AXES, TREC_EVAL, format_value
 from conformance.errors import EvaluationError, InputError
 from conformance.measures import parse_measures
@@ -88,6 +89,8 @@ DIFFERING_VALUES = {
     "rr_cutoff": ["honour", "ignore"],
     "rank_source": ["score", "rank_column"],
     "duplicates": ["error", "first", "last"],
+    "identical_ids": ["keep", "drop"],
+    "rounding": [None, 5],
 }
 
 # Two outcomes differ when a value differs by more than this: a claimed convention effect must
@@ -137,7 +140,7 @@ def test_corpus_loads_with_unique_names_and_enough_cases():
 
 def test_corpus_is_bundled_inside_the_package():
     root = cases_mod.default_directory()
-    assert root.parent == Path(cases_mod.__file__).resolve().parent
+    assert root.parent == Path(conformance.__file__).resolve().parent
     assert sorted(p.stem for p in root.glob("*.json")) == sorted({c.family for c in CORPUS})
 
 

@@ -70,7 +70,8 @@ UNUSUAL_EXAMPLES = max(1, EXAMPLES // 3)
 _CWL4 = (("min_rel", 0), ("max_rel", 4))
 FAMILIES = [
     ("nDCG", True), ("nDCG", False), ("DCG", True), ("DCG", False),
-    ("AP", False), ("AP", True), ("RR", False), ("RR", True),
+    ("AP", False), ("AP", True), ("RR", False), ("RR", True), ("GranularRR", False),
+    ("GranularRR", True),
     ("P", True), ("R", True), ("R", False), ("Success", True), ("Rprec", False), ("F1", True),
     ("P", False), ("F1", False), ("F1", False, (("beta", 0.5),)), ("SetAP", False),
     ("RelP", True), ("RelP", False), ("Hits", True), ("Hits", False),
@@ -286,9 +287,18 @@ def test_negative_or_fractional_labels(e: Entry, spec: tuple, ks: tuple) -> None
     _check(e, spec, ks, UNUSUAL_EXAMPLES, negative=True, fractional=True, require_unusual=True)
 
 
+@pytest.mark.parametrize("e,spec,ks", GROUPS)
+def test_duplicate_listings(e: Entry, spec: tuple, ks: tuple) -> None:
+    """Runs that may list a document twice for one query (a RAG retriever's chunks): the entry
+    keeps, collapses or refuses them as its profile's ``duplicates`` says."""
+    _require_available(e)
+    _check(e, spec, ks, UNUSUAL_EXAMPLES, duplicates=True)
+
+
 # The long fuzz: CONFORMANCE_FUZZ=N runs N generated cases per entry, each case checked on every
-# measure the entry supports (one cutoff drawn per case), half on clean labels, half with a
-# negative or fractional label. Unset or 0: skipped (reported as skipped, not as passed).
+# measure the entry supports (one cutoff drawn per case), a third on clean labels, a third with a
+# negative or fractional label, a third with documents listed twice; half of them with numeric
+# query ids. Unset or 0: skipped (reported as skipped, not as passed).
 FUZZ = int(os.environ.get("CONFORMANCE_FUZZ", "0") or 0)
 # CONFORMANCE_FUZZ_FAMILIES=Bpref,ERR,...: the long fuzz asks about these families only
 FUZZ_FAMILIES = set(filter(None, os.environ.get("CONFORMANCE_FUZZ_FAMILIES", "").split(",")))
@@ -317,8 +327,10 @@ def test_fuzz_entry(e: Entry) -> None:
     @given(k=st.sampled_from(ks), numeric=st.booleans(), data=st.data())
     def check(k: int, numeric: bool, data) -> None:
         # half the cases with numeric query ids (gdeval reads no other)
-        case = data.draw(st.one_of(cases(numeric_qids=numeric), cases(
-            negative=True, fractional=True, require_unusual=True, numeric_qids=numeric)))
+        case = data.draw(st.one_of(
+            cases(numeric_qids=numeric),
+            cases(negative=True, fractional=True, require_unusual=True, numeric_qids=numeric),
+            cases(duplicates=True, numeric_qids=numeric)))
         note(case.dump())
         counts["cases"] += 1
         if counts["cases"] % 500 == 0:  # progress of a long run, read from its log

@@ -1,4 +1,4 @@
-"""The word-form docid path (data.DocWords, Prepared's join by one sort) against the exact path.
+"""The word-form docid path (io.columnar.DocWords, Prepared's join by one sort) against the exact path.
 
 TREC files read by ``conformance.io`` carry their docids as padded words and skip the docid
 vocabulary; ``Run.from_records`` / ``Qrels.from_records`` build the vocabulary and take the
@@ -15,8 +15,9 @@ import pyarrow as pa
 import pytest
 
 from conformance import io
+from conformance.io.columnar import DocWords
+from conformance.io.data import Qrels, Run
 from conformance.profiles import profile
-from conformance.data import DocWords, Qrels, Run
 from conformance.measures import parse_measures
 from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared, _merge_labels
@@ -74,10 +75,10 @@ def test_word_path_equals_exact_path(tmp_path, seed):
 def test_join_with_forced_hash_collisions(tmp_path, monkeypatch, bits, block):
     """With only a few hash bits kept, most rows collide: matches must still be exact. The
     hashes and the join work in blocks of rows: tiny blocks put every group across one."""
-    from conformance import data
+    from conformance.io import columnar
 
     if block is not None:
-        monkeypatch.setattr(data, "BLOCK_ROWS", block)
+        monkeypatch.setattr(columnar, "BLOCK_ROWS", block)
     rp, qp, run_rows, qrels_rows = _files(tmp_path, random.Random(bits), queries=10)
     run, qrels = io.read_run(rp), io.read_qrels(qp)
     prep = Prepared(qrels, run)

@@ -25,8 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance import io
-from conformance.data import Qrels, Run
 from conformance.errors import InputError
+from conformance.io import columnar, encode, trec
+from conformance.io.data import Qrels, Run
+from conformance.io.text import Text
 
 PEERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "trec_eval")
 LONG_FUZZ = os.environ.get("CONFORMANCE_LONG_FUZZ") == "1"
@@ -124,7 +126,7 @@ def test_fast_path_taken_only_on_clean_files():
     names = ["qid", "q0", "docid", "rank", "score", "tag"]
 
     def fast(text: str | bytes):
-        return io._fast_parse(io._Text("x", text if isinstance(text, bytes) else text.encode()), names, "score")
+        return trec._fast_parse(Text("x", text if isinstance(text, bytes) else text.encode()), names, "score")
 
     assert fast(RUN_TEXT) is not None
     assert fast(VARIANTS["tabs"]) is not None
@@ -226,7 +228,7 @@ def test_mapped_file_names_the_bad_line(tmp_path):
     if os.name == "posix":
         import mmap
 
-        assert isinstance(io._Text.open(path).data, mmap.mmap)
+        assert isinstance(Text.open(path).data, mmap.mmap)
     expect_error(io.read_run, path, line=4, contains=("not valid UTF-8",))
     path = write(tmp_path, "r2.txt", RUN_TEXT + "q9 Q0 d1 1 x t\n")
     expect_error(io.read_run, path, line=4, contains=("'x'", "not a number"))
@@ -472,7 +474,7 @@ def test_large_run_matches_a_plain_python_parse(tmp_path):
 @given(st.lists(st.text(alphabet="0123456789+-.eEinfatyINFATY_x ", min_size=1, max_size=7), min_size=1, max_size=30))
 def test_rank_number_pattern_matches_arrow_cast(tokens):
     """The rank column's fallback pattern accepts exactly what Arrow's cast reads."""
-    matched = pc.match_substring_regex(pa.array(tokens), io._NUMBER).to_pylist()
+    matched = pc.match_substring_regex(pa.array(tokens), columnar.NUMBER).to_pylist()
     for token, ok in zip(tokens, matched):
         try:
             pc.cast(pa.array([token]), pa.float64())
@@ -486,7 +488,7 @@ def test_rank_number_pattern_matches_arrow_cast(tokens):
             expected.append(pc.cast(pa.array([token]), pa.float64())[0].as_py())
         except pa.ArrowInvalid:
             expected.append(math.nan)
-    got = io._lenient_float(pa.array(tokens)).tolist()
+    got = columnar.lenient_float(pa.array(tokens)).tolist()
     assert [x if not math.isnan(x) else "nan" for x in got] == [x if not math.isnan(x) else "nan" for x in expected]
 
 
@@ -505,7 +507,7 @@ ids = st.text(alphabet=st.sampled_from(["a", "b", "\x00", "é", "#", "0", "z"]),
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(ids, min_size=1, max_size=200), hash_bits=st.sampled_from([None, 0, 1, 3, 8]))
 def test_factorize_sort_matches_arrow(values, hash_bits):
-    codes, vocab = io._factorize(pa.array(values, pa.string()), method="sort", hash_bits=hash_bits)
+    codes, vocab = encode.factorize(pa.array(values, pa.string()), method="sort", hash_bits=hash_bits)
     ref_codes, ref_vocab = _reference_encode(values)
     assert codes.tolist() == ref_codes and vocab.tolist() == ref_vocab
 
@@ -513,10 +515,10 @@ def test_factorize_sort_matches_arrow(values, hash_bits):
 def test_factorize_long_ids_and_chunked_input():
     values = ["x" * 70 + str(i % 50) for i in range(300)] + ["short", "", "short"]
     chunked = pa.chunked_array([pa.array(values[:100]), pa.array(values[100:])])
-    codes, vocab = io._factorize(chunked, method="sort")
+    codes, vocab = encode.factorize(chunked, method="sort")
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(values)
     sliced = pa.array(["zz", "a", "b", "a"] * 3).slice(3, 7)
-    codes, vocab = io._factorize(sliced, method="sort", hash_bits=2)
+    codes, vocab = encode.factorize(sliced, method="sort", hash_bits=2)
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(sliced.to_pylist())
 
 
@@ -539,7 +541,7 @@ def test_factorize_runs_matches_arrow(groups, cuts, offset):
     table codes them, whatever the chunking; too many groups decline (None)."""
     values = [v for v, size in groups for _ in range(size)]
     column = _chunked(values, cuts, offset)
-    out = io._factorize_runs(column)
+    out = encode.factorize_runs(column)
     changes = sum(1 for a, b in zip(values, values[1:]) if a != b)
     if out is None:  # declined only when not worth it: a group starts at each change and chunk
         assert (changes + column.num_chunks) * 16 > len(values)
@@ -550,12 +552,12 @@ def test_factorize_runs_matches_arrow(groups, cuts, offset):
 
 def test_factorize_picks_runs_for_grouped_qids_and_falls_back_when_not_grouped():
     grouped = [f"q{i}" for i in range(1000) for _ in range(100)]  # a run: 100 rows a query
-    codes, vocab = io._factorize(_chunked(grouped, [12345, 50000], 0))
+    codes, vocab = encode.factorize(_chunked(grouped, [12345, 50000], 0))
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(grouped)
-    assert io._factorize_runs(pa.array(grouped)) is not None
+    assert encode.factorize_runs(pa.array(grouped)) is not None
     interleaved = [f"q{i % 1000}" for i in range(100_000)]  # few ids, never two alike in a row
-    assert io._factorize_runs(pa.array(interleaved)) is None
-    codes, vocab = io._factorize(pa.array(interleaved))
+    assert encode.factorize_runs(pa.array(interleaved)) is None
+    codes, vocab = encode.factorize(pa.array(interleaved))
     assert (codes.tolist(), vocab.tolist()) == _reference_encode(interleaved)
 
 
@@ -566,9 +568,9 @@ def test_empty_and_comment_checks_match_arrow(values, cuts, offset):
     """The fast reader's in-place checks of a parsed column against Arrow's kernels."""
     column = _chunked(values, cuts, offset)
     has_empty = pc.min(pc.binary_length(column)).as_py() == 0 if values else False
-    assert io._has_empty(column) == has_empty
+    assert trec._has_empty(column) == has_empty
     if not has_empty:
-        assert io._starts_with_hash(column) == pc.any(pc.starts_with(column, "#")).as_py() if values else True
+        assert trec._starts_with_hash(column) == pc.any(pc.starts_with(column, "#")).as_py() if values else True
 
 
 def test_fast_read_keeps_the_rank_column_until_it_is_used(tmp_path):
@@ -747,8 +749,9 @@ def test_run_frame_errors(frame, line, fragment):
 
 
 def test_qrels_frame_errors():
-    expect_error(io.qrels_from_frame, pd.DataFrame({"qid": ["q"], "docid": ["d"], "grade": [1]}), line=None,
-                 contains=("relevance / label / rel",))
+    # "grade" names the label now (frames.ALIASES): a column no alias names is refused
+    expect_error(io.qrels_from_frame, pd.DataFrame({"qid": ["q"], "docid": ["d"], "stars": [1]}), line=None,
+                 contains=("relevance / label / rel", "'stars'"))
     expect_error(io.qrels_from_frame, pd.DataFrame({"qid": ["q", "q"], "docid": ["d", "d"], "rel": [1, 0]}),
                  line=2, contains=("label 1 on row 1", "label 0 on row 2"))
 
@@ -933,3 +936,75 @@ def test_reading_in_two_threads_equals_one(tmp_path, monkeypatch, dup_at):
     assert outcomes[0] == outcomes[1]
     if dup_at is not None:
         assert "listed twice" in outcomes[0] and f"lines {dup_at + 1} and {where + 1}" in outcomes[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Limits: a line, an input, binary content (conformance.io.limits, conformance.io.text)
+
+
+def _limits(line=None, size=None):
+    from conformance.io.limits import Limits
+
+    return Limits(max_input_bytes=size, max_line_bytes=line)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("long_line", [1, 3, 6])
+def test_a_line_over_the_limit_is_named(tmp_path, gz, long_line, monkeypatch):
+    from conformance.io import text
+
+    monkeypatch.setattr(text, "_PIECE", 64)  # gzip output in pieces much shorter than a line
+    monkeypatch.setattr(text, "_FIRST_PIECE", 16)
+    lines = [f"q{i} Q0 d{i} 1 1.0 tag" for i in range(6)]
+    lines[long_line - 1] = f"q1 Q0 {'d' * 150} 1 1.0 tag"  # 6 + 150 + 10 = 166 bytes without its \n
+    data = ("\n".join(lines) + "\n").encode()
+    path = write(tmp_path, "r.txt.gz" if gz else "r.txt", gzip.compress(data) if gz else data)
+    err = expect_error(io.read_run, path, line=long_line, contains=("the line is", "over the limit of 100 bytes"),
+                       limits=_limits(line=100))
+    # the exact length where the whole line was seen; "longer than" where it was refused sooner
+    assert "166 bytes long" in str(err) or "longer than 100 bytes" in str(err)
+    assert len(io.read_run(path, limits=_limits(line=166))) == 6  # at the limit: read
+
+
+def test_an_input_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path):
+    data = RUN_TEXT.encode() * 100
+    path = write(tmp_path, "r.txt", data)
+    expect_error(io.read_run, path, line=None, contains=(f"the file ({len(data):,} bytes) is larger than 1 KiB",),
+                 limits=_limits(size=1024))
+    gz = write(tmp_path, "r.txt.gz", gzip.compress(data))
+    expect_error(io.read_run, gz, line=None, contains=("the decompressed input is larger than 1 KiB",),
+                 limits=_limits(size=1024))
+    assert len(io.read_run(path, limits=_limits(size=len(data)), duplicates="first")) == 3  # the same 3 rows 100 times
+
+
+@pytest.mark.parametrize("content,fragment,line", [
+    (b"\x00" * 100, "a binary file, not text: 100 NUL bytes in its first 100 bytes", None),
+    (b"\xff\xfeq\x001\x00", "starts with a UTF-16 byte order mark (ff fe)", 1),
+    (b"PK\x03\x04rest", "this is a zip archive", None),
+    (b"\x01\x02\x03\x04\x05\x06\x07\x08 q1 Q0 d1 1 1 t\n", "NUL or control bytes", None),
+])
+def test_binary_content_is_refused_from_its_first_bytes(tmp_path, content, fragment, line):
+    path = write(tmp_path, "r.txt", content)
+    for reader in (io.read_run, io.read_qrels, io.read_run_jsonl, io.read_qrels_json):
+        expect_error(reader, path, line=line, contains=(fragment,))
+
+
+def test_text_with_a_stray_nul_is_still_text(tmp_path):
+    path = write(tmp_path, "r.txt", RUN_TEXT.replace("d2", "d\x002"))
+    assert io.read_run(path).doc_ids().tolist() == ["d1", "d\x002", "d1"]
+
+
+@pytest.mark.parametrize("text,want", [("64M", 64 << 20), ("4G", 4 << 30), ("1.5k", 1536), ("100", 100),
+                                       ("2 GiB", 2 << 30), ("0", None), ("none", None)])
+def test_sizes(text, want):
+    from conformance.io.limits import parse_size
+
+    assert parse_size(text, "--x") == want
+
+
+@pytest.mark.parametrize("text", ["", "lots", "-1", "1e3", "0.5"])
+def test_sizes_refused(text):
+    from conformance.io.limits import LimitError, parse_size
+
+    with pytest.raises(LimitError):
+        parse_size(text, "--x")

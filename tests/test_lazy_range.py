@@ -1,4 +1,4 @@
-"""``data.LazyRange`` stands in for ``np.arange(start, stop)``: every index gives what the array
+"""``io.columnar.LazyRange`` stands in for ``np.arange(start, stop)``: every index gives what the array
 gives (checked against numpy itself), and readers and ``Prepared`` keep one instead of the array."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance import io
-from conformance.data import LazyRange
+from conformance.io.columnar import LazyRange
 from conformance.reference.prepare import Prepared
 
 

@@ -303,8 +303,10 @@ def test_query_with_only_negative_labels_isolated():
     assert adapter.needs_isolation(Qrels.from_records(qrels))
     from conformance.libs._nested import qrels_dict, run_dict
 
-    got = adapter._isolated(qrels_dict(Qrels.from_records(qrels)), run_dict(Run.from_records(run)),
-                            ["num_ret", "ndcg"], 1)
+    from conformance import isolation
+
+    got = isolation.one_shot(adapter.relevance_evaluate, qrels_dict(Qrels.from_records(qrels)),
+                             run_dict(Run.from_records(run)), ["num_ret", "ndcg"], 1)
     assert {q: v["num_ret"] for q, v in got.items()} == {"q9": 0.0, "q1": 2.0}  # wrong count
     assert got["q1"]["ndcg"] == pytest.approx(1 / L2_3, abs=1e-12)
     assert not adapter.needs_isolation(Qrels.from_records([("q", "a", -1), ("q", "b", 0)]))

@@ -67,6 +67,8 @@ CASES: dict[str, AxisCase] = {
             "0:0,1:1,2:3": [3 + 3 / log2(3), (3 + 3 / log2(3)) / (3 + 3 / log2(3))],
             # label 2 -> 1, label 1 -> 2.5, label 3 keeps 3; ideal 3, 2.5, 1, 0
             "0:0,1:2.5,2:1": [1 + 3 / log2(3), (1 + 3 / log2(3)) / (3 + 2.5 / log2(3))],
+            # labels >= 1 gain 1: b, a -> 1 + 1/log2(3); ideal 1, 1, 1, 0 gives the same at 2
+            "binary": [1 + 1 / log2(3), 1.0],
         },
     ),
     # ranks: a (0), b (1), c (2), d (1); ideal 2, 1, 1, 0
@@ -211,6 +213,7 @@ CASES: dict[str, AxisCase] = {
         expected={
             "run": [1 / 1, 1],
             "qrels": [(1 + 0) / 2, 2],
+            "qrels_strict": RAISES,  # q3 is in the run but not judged
             "raise": RAISES,
         },
     ),
@@ -361,6 +364,30 @@ CASES: dict[str, AxisCase] = {
         run=[("q", "a", 2.0), ("q", "b", 1.0)],
         measures=[M("RBPResid", params=[("p", 0.5)])],
         expected={"unjudged_only": [0.0], "always": [0.5 ** 2]},
+    ),
+    # run lists q (3.0, relevant, the query's own id), b (2.0, 0), a (1.0, relevant); R = 2
+    "identical_ids": AxisCase(
+        qrels=[("q", "q", 1), ("q", "a", 1), ("q", "b", 0)],
+        run=[("q", "q", 3.0), ("q", "b", 2.0), ("q", "a", 1.0)],
+        measures=[M("P", 1), M("R"), M("NumRet")],
+        expected={
+            "keep": [1 / 1, 2 / 2, 3],
+            # q is removed from the list but stays judged: b first, a second, R still 2
+            "drop": [0 / 1, 1 / 2, 2],
+        },
+    ),
+    # q1: a (1), b (0), c (0) -> P@3 = 1/3; q2: d (0), no relevant document -> 0, counted;
+    # the mean 1/6 = 0.1666..., rounded after averaging (not the mean of rounded values)
+    "rounding": AxisCase(
+        qrels=[("q1", "a", 1), ("q1", "b", 0), ("q1", "c", 0), ("q2", "d", 0)],
+        run=[("q1", "a", 3.0), ("q1", "b", 2.0), ("q1", "c", 1.0), ("q2", "d", 1.0)],
+        measures=[M("P", 3)],
+        expected={
+            None: [1 / 6],
+            2: [0.17],  # (0.33 + 0) / 2 would give 0.165
+            5: [0.16667],
+            0: [0.0],
+        },
     ),
 }
 
@@ -583,6 +610,14 @@ def test_truncation_before_the_negative_check():
     assert evaluate_rows(qrels, run, [m], conv).aggregate(m) == 0.0
     with pytest.raises(EvaluationError):
         evaluate_rows(qrels, run, [m], conv.replace(label_type="float"))
+
+
+def test_query_set_qrels_strict_scores_every_judged_query_when_the_run_has_no_other():
+    # judged q1 {a: 1}, q2 {b: 1}; the run has q1 only: q2 counts 0, as under query_set=qrels
+    m = M("P", 1)
+    conv = Conventions(query_set="qrels_strict")
+    got = evaluate_rows([("q1", "a", 1), ("q2", "b", 1)], [("q1", "a", 1.0)], [m], conv)
+    assert got.aggregate(m) == pytest.approx((1 + 0) / 2, abs=TOL)
 
 
 def test_query_set_raise_accepts_equal_sets():
@@ -872,3 +907,19 @@ def test_unspecified_range_of_ap_at_k_over_retrieved_relevant_when_the_cut_split
     # under ties=average the expectation has no closed form: still refused
     with pytest.raises(EvaluationError):
         evaluate_rows(qrels, run, [M("AP", 3)], conv.replace(ties="average"))
+
+
+def test_rounding_rounds_each_query_as_python_does():
+    """rounding=N: each query's value is round(v, N) (Python's, correctly rounded), including
+    values whose scaled form sits at or near a half, where np.round alone can differ."""
+    import numpy as np
+
+    from conformance.reference.evaluate import round_half_even
+
+    values = [0.015625, 2.675, 0.123455, 1 / 3, 2 / 3, 0.5, 1.5, 2.5, -0.125, 1e-9, 0.0]
+    for places in range(7):
+        got = round_half_even(np.array(values), places).tolist()
+        assert got == [round(v, places) for v in values], places
+    case = CASES["rounding"]
+    ev = evaluate_rows(case.qrels, case.run, case.measures, Conventions(rounding=5))
+    assert ev.values(case.measures[0]) == {"q1": 0.33333, "q2": 0.0}

@@ -83,6 +83,10 @@ MAIN_EXPECTED = [
     (M("RR"), 1 / 1, 1 / 3),
     (M("RR", 2), 1 / 1, 0.0),  # rr_cutoff=honour: e3 at rank 3 is beyond the cutoff
     (M("RR", 3), 1 / 1, 1 / 3),
+    # q1 relevant at ranks 1, 3, 5; q2 at rank 3
+    (M("GranularRR"), (1 / 1 + 1 / 3 + 1 / 5) / 3, (1 / 3) / 1),
+    (M("GranularRR", 3), (1 / 1 + 1 / 3) / 2, (1 / 3) / 1),
+    (M("GranularRR", 2), (1 / 1) / 1, 0.0),  # nothing relevant in q2's top 2: 0
     (M("AP"), (1 / 1 + 2 / 3 + 3 / 5) / 4, (1 / 3) / 1),
     (M("AP", 3), (1 / 1 + 2 / 3) / 4, (1 / 3) / 1),
     (M("AP", 2), (1 / 1) / 4, 0.0),

@@ -141,7 +141,7 @@ def all_measures(ks=(1, 3, 5)):
     return [m for f in FAMILIES for m in measures_for(f, ks)]
 
 
-BINARY = ["P", "R", "F1", "Success", "RR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel"]
+BINARY = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel"]
 # every family whose record says its values lie in [0, 1]
 NORMALISED = [f for f in FAMILIES if FAMILIES[f].bounded]
 
@@ -167,7 +167,7 @@ def is_refusal(exc: EvaluationError, conv: Conventions) -> bool:
 
 def may_refuse(m: Measure, conv: Conventions) -> bool:
     """Measures refused under average/unspecified whenever a cut splits a mixed tied group."""
-    return m.family == "Fe" or (
+    return m.family in ("Fe", "GranularRR") or (
         m.family == "AP" and m.cutoff is not None and conv.ap_denominator == "retrieved_relevant"
     ) or m.family in TIES_REFUSED or (conv.ties == "average" and m.family in AVERAGE_REFUSED) or (
         m.family in NEED_HORIZON and conv.weights_horizon is None)
@@ -178,7 +178,7 @@ def documented_refusal(m: Measure, conv: Conventions) -> bool:
     that moves a denominator (Fe; AP over retrieved relevant; anything over the retrieved ideal
     when the list is cut to a depth), a tie group a family's docstring refuses, a horizon."""
     cut = m.cutoff is not None or conv.depth is not None
-    return m.family == "Fe" or (
+    return m.family in ("Fe", "GranularRR") or (
         m.family == "AP" and conv.ap_denominator == "retrieved_relevant" and cut) or (
         conv.ideal == "retrieved" and conv.depth is not None) or (
         conv.ties in REFUSING_TIES and m.family in TIES_REFUSED) or (

@@ -4,14 +4,28 @@ An entry translates: it converts our validated input into the library's own call
 reads the result back. It never redoes the library's arithmetic. Beside each adapter sits its
 declared profile: the conventions under which ``conformance.reference`` gives the library's
 numbers, measure by measure. Differential tests hold the two together.
+
+Isolation is declared, not managed: ``own_process = True`` says the library keeps state global
+to its process that differs between entries (LightGBM's ``label_gain``), so ``evaluate`` runs
+in the persistent worker for the entry's ``worker_key`` (``conformance.isolation``), wherever it
+is called from; a call that only some input makes unsafe goes through ``isolation.call(...,
+alone=...)`` in the adapter. A library's failure in another process comes back as its
+``"Type: message"`` text (``error_text``), exactly as in this one.
+
+Whether an entry can be used is an :class:`ImportStatus`: available, not installed (with the
+pip command that adds it), or failed to import (the error); ``conformance.runner`` asks it of
+the entry's worker and adds the two outcomes only another process can see: the import crashed
+the process (the signal), or did not finish within the time limit.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 from dataclasses import dataclass, field
 
+from conformance import isolation
 from conformance.conventions import Conventions
 from conformance.data import Qrels, Run
 from conformance.measures import Measure
@@ -32,6 +46,62 @@ class LibraryValues:
     provider: str | None = None
 
 
+@dataclass(frozen=True)
+class ImportStatus:
+    """What importing an entry's library gave. ``state`` and ``detail``:
+
+    - ``available``: it imported;
+    - ``not_installed``: no such module; ``detail`` is the pip command that adds it;
+    - ``import_failed``: it raised while importing; ``detail`` is ``"Type: message"``;
+    - ``import_crashed``: the import killed its process; ``detail`` says how
+      (``killed by signal SIGSEGV``);
+    - ``import_timed_out``: no answer within the time limit; ``detail`` is the limit in seconds.
+    """
+
+    state: str
+    detail: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.state == "available"
+
+    def describe(self) -> str:
+        """One phrase for a warning or a table: what happened."""
+        return {
+            "available": "available",
+            "not_installed": f"not installed ({self.detail} adds it)",
+            "import_failed": f"failed to import: {self.detail}",
+            "import_crashed": f"crashed while importing ({self.detail})",
+            "import_timed_out": f"timed out while importing (no answer within {self.detail} s)",
+        }[self.state]
+
+
+def _normal_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503 / PEP 685
+
+
+def install_command(library: str, distribution: str) -> str:
+    """The pip command that adds ``library``: the package's extra of that name where the
+    installed package declares one (pyproject.toml's optional-dependencies), else the
+    library's own distribution."""
+    try:
+        extras = importlib.metadata.metadata("conformance").get_all("Provides-Extra") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        extras = []
+    for extra in extras:
+        if _normal_name(extra) == _normal_name(library):
+            return f'pip install "conformance[{extra}]"'
+    return f"pip install {distribution}"
+
+
+def error_text(exc: BaseException) -> str:
+    """How a library's exception is recorded: ``"Type: message"``, the same whether it was
+    raised here or in a child process (``isolation.Raised`` carries the child's text)."""
+    if isinstance(exc, isolation.Raised):
+        return exc.text
+    return f"{type(exc).__name__}: {exc}"
+
+
 class Entry:
     """Base of every library entry. Subclasses set the class attributes and implement
     :meth:`supports`, :meth:`profile` and :meth:`_evaluate`."""
@@ -40,15 +110,38 @@ class Entry:
     library: str = ""  # the library, e.g. "lightgbm" (entries of one library share it)
     module: str = ""  # import name, e.g. "lightgbm"
     distribution: str = ""  # pip distribution whose version is reported, e.g. "lightgbm"
+    extra: str = ""  # the package's extra that installs the library (default: its own name)
     tolerance: float = 1e-12  # 1e-12 for float64 libraries, 1e-6 for float32 ones
     description: str = ""  # one line: what configuration this is
+    # True: the library keeps process-global state that differs between entries, so Entry's
+    # evaluate runs in a worker process serving this entry alone (see the module docstring)
+    own_process: bool = False
 
-    def available(self) -> bool:
+    @property
+    def worker_key(self) -> str:
+        """The worker process this entry's calls run in; entries with one key share it (one per
+        library, so it is imported once, unless ``own_process``)."""
+        return self.name if self.own_process else (self.library or self.name)
+
+    def install_command(self) -> str:
+        """The pip command that adds this entry's library (its extra of the package)."""
+        return install_command(self.extra or self.library or self.name, self.distribution)
+
+    def import_status(self) -> ImportStatus:
+        """Import the library in this process and say how that went."""
         try:
             importlib.import_module(self.module)
-        except Exception:  # a broken install is as unavailable as a missing one
-            return False
-        return True
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (self.module == exc.name
+                                         or self.module.startswith(exc.name + ".")):
+                return ImportStatus("not_installed", self.install_command())
+            return ImportStatus("import_failed", f"{type(exc).__name__}: {exc}")  # a dependency
+        except Exception as exc:  # a broken install is unavailable, and says why
+            return ImportStatus("import_failed", f"{type(exc).__name__}: {exc}")
+        return ImportStatus("available")
+
+    def available(self) -> bool:
+        return self.import_status().available
 
     def version(self) -> str | None:
         try:
@@ -81,13 +174,23 @@ class Entry:
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         """Call the library for each supported measure. A library exception is recorded as the
-        measure's ``error`` (its type and text), never raised."""
+        measure's ``error`` (its type and text), never raised. With ``own_process``, in the
+        entry's own worker process."""
+        if self.own_process and not isolation.serves(self.worker_key):
+            try:
+                return isolation.worker(self.worker_key).call(self.evaluate, qrels, run,
+                                                              list(measures))
+            except isolation.Fault as fault:
+                error = f"{self.library or self.name} worker process {fault}"
+            except isolation.Raised as exc:
+                error = exc.text
+            return {m: LibraryValues(error=error) for m in measures}
         out: dict[Measure, LibraryValues] = {}
         for m in measures:
             try:
                 out[m] = self._evaluate(qrels, run, m)
             except Exception as exc:  # the library's own failure is a result, not a crash
-                out[m] = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+                out[m] = LibraryValues(error=error_text(exc))
         return out
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:

@@ -48,7 +48,7 @@ Facts behind the profiles (ir_measures 0.4.3; each confirmed live by
 - pytrec_eval provider: trec_eval 9 through pytrec_eval, so the trec_eval entry's profile
   (``conformance.libs.trec_eval.PROFILE``) with the query set above. On the input that makes
   pytrec_eval unsafe in-process (``conformance.libs.trec_eval.needs_isolation``) the ir_measures
-  call runs in a child process, as the trec_eval adapter does. ``nDCG(gains=...)`` maps the
+  call runs alone in a one-shot child process, as the trec_eval adapter's does. ``nDCG(gains=...)`` maps the
   qrels labels through the gains before pytrec_eval sees them (``_build_invokers``), so a
   fractional gain is refused like a fractional label (live: TypeError "Expected relevance to be
   integer.");
@@ -93,16 +93,13 @@ from __future__ import annotations
 import math
 import re
 
-import pickle
-import subprocess
-import sys
-
+from conformance import isolation
 from conformance.conventions import Conventions, gain_map
 from conformance.data import Qrels, Run
 from conformance.libs import ranx as _ranx
 from conformance.libs import trec_eval as _trec_eval
 from conformance.libs._nested import qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, error_text
 from conformance.measures import Measure
 
 PYTREC_EVAL_PROFILE = _trec_eval.PROFILE.replace(
@@ -256,42 +253,14 @@ def live_provider(m: Measure) -> str | None:
     return None
 
 
-_CHILD = """
-import pickle, sys, warnings
-warnings.simplefilter("ignore")
-import ir_measures
-text, qrels, run = pickle.load(sys.stdin.buffer)
-try:
-    m = ir_measures.parse_measure(text)
-    rows = [(str(r.query_id), float(r.value)) for r in ir_measures.iter_calc([m], qrels, run)]
-    out = ("ok", (rows, float(ir_measures.calc_aggregate([m], qrels, run)[m])))
-except Exception as exc:
-    out = ("error", f"{type(exc).__name__}: {exc}")
-sys.stdout.buffer.write(pickle.dumps(out))
-"""
+def calc(text: str, qrels: dict, run: dict) -> tuple[dict[str, float], float]:
+    """The call: (per-query values, the library's mean) of one measure (a module-level function,
+    so that a child process can be given it)."""
+    import ir_measures
 
-
-def _calc(text: str, qrels: dict, run: dict, isolate: bool) -> tuple[dict[str, float], float]:
-    """(per-query values, mean) of one measure, in this process or a child one."""
-    if not isolate:
-        import ir_measures
-
-        im = ir_measures.parse_measure(text)
-        rows = {str(r.query_id): float(r.value) for r in ir_measures.iter_calc([im], qrels, run)}
-        return rows, float(ir_measures.calc_aggregate([im], qrels, run)[im])
-    try:
-        done = subprocess.run([sys.executable, "-c", _CHILD], input=pickle.dumps((text, qrels, run)),
-                              capture_output=True, timeout=_trec_eval.ISOLATED_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"ir_measures did not finish in {_trec_eval.ISOLATED_TIMEOUT:g} s") from None
-    if done.returncode != 0:
-        raise RuntimeError(f"ir_measures crashed (exit status {done.returncode}): "
-                           f"{done.stderr.decode(errors='replace').strip()[-300:]}")
-    status, value = pickle.loads(done.stdout)
-    if status == "error":
-        raise RuntimeError(value)
-    rows, mean = value
-    return dict(rows), mean
+    im = ir_measures.parse_measure(text)
+    rows = {str(r.query_id): float(r.value) for r in ir_measures.iter_calc([im], qrels, run)}
+    return rows, float(ir_measures.calc_aggregate([im], qrels, run)[im])
 
 
 class IrMeasuresEntry(Entry):
@@ -356,7 +325,7 @@ class IrMeasuresEntry(Entry):
         try:
             q, r = qrels_dict(qrels), run_dict(run)
         except Exception as exc:
-            return {m: LibraryValues(error=f"{type(exc).__name__}: {exc}") for m in measures}
+            return {m: LibraryValues(error=error_text(exc)) for m in measures}
         for m in measures:
             provider = self._provider(m) if self.supports(m) else None
             if provider is None:
@@ -366,12 +335,16 @@ class IrMeasuresEntry(Entry):
             if failure is not None:
                 out[m] = LibraryValues(error=failure, provider=provider)
                 continue
+            # pytrec_eval is unsafe in-process on some input (see the trec_eval adapter)
+            alone = provider == "pytrec_eval" and _trec_eval.needs_isolation(qrels)
             try:
-                # pytrec_eval is unsafe in-process on some input (see the trec_eval adapter)
-                isolate = provider == "pytrec_eval" and _trec_eval.needs_isolation(qrels)
-                per_query, mean = _calc(measure_text(m), q, r, isolate)
+                per_query, mean = isolation.call(calc, measure_text(m), q, r, alone=alone,
+                                                 timeout=_trec_eval.ISOLATED_TIMEOUT)
+            except isolation.Fault as fault:  # the library's death is the result
+                out[m] = LibraryValues(error=f"ir_measures {fault}", provider=provider)
+                continue
             except Exception as exc:  # the library's refusal is the result
-                out[m] = LibraryValues(error=f"{type(exc).__name__}: {exc}", provider=provider)
+                out[m] = LibraryValues(error=error_text(exc), provider=provider)
                 continue
             out[m] = LibraryValues(per_query=per_query, mean=mean, provider=provider)
         return out

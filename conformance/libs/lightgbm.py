@@ -18,12 +18,11 @@ Isolation. ``label_gain`` lives in process-global state (``DCGCalculator::label_
 set by every ``NDCGMetric`` constructor): a second Booster built with another ``label_gain``
 silently changes the gains a Booster already built uses at its next ``eval_train`` (live: labels
 [2, 0, 3], scores [3, 2, 1], ndcg@2 is 0.33735 with the default gains, and 0.22490 after a
-linear-gain Booster was built in the same process). So each configuration runs in its own
-persistent worker process (``python -c "...; _serve()"``, started on first use, one per
-``label_gain``, closed at exit), which only ever holds one ``label_gain``; requests and replies
-are pickled over its stdin/stdout. The worker's own stdout and stderr go to /dev/null because
-LightGBM prints its fatal errors there (the same text is in the exception it raises, which is
-what we record).
+linear-gain Booster was built in the same process). So each entry declares ``own_process``:
+its calls run in a persistent worker process of its own (``conformance.isolation``, keyed by
+the entry's name), which only ever holds one ``label_gain``. LightGBM prints its fatal errors
+on stdout and stderr, which a worker discards; the same text is in the exception it raises,
+which is what we record.
 
 Facts behind the profile (LightGBM 4.7.0, ``src/metric/rank_metric.hpp`` ``NDCGMetric`` and
 ``src/metric/dcg_calculator.cpp``; each confirmed live by ``tests/test_libs_lightgbm.py``):
@@ -45,13 +44,6 @@ Facts behind the profile (LightGBM 4.7.0, ``src/metric/rank_metric.hpp`` ``NDCGM
 """
 
 from __future__ import annotations
-
-import atexit
-import os
-import pickle
-import subprocess
-import sys
-import threading
 
 import numpy as np
 
@@ -75,7 +67,7 @@ PROFILE = Conventions(
     # depth=none (the default): the whole group is scored
     # score_precision=float64 (the default): init_score and the metric's scores are double
     # rank_source=score (the default)
-    # duplicates=error (the default): a validated Run holds each (query, doc) once
+    duplicates="keep",  # _listwise passes every listing: the library sees scores, not docids
 )
 LINEAR_PROFILE = PROFILE.replace(
     gain="linear",  # label_gain=[0, 1, ..., 30]: gain = label for every label LightGBM accepts
@@ -89,6 +81,7 @@ class LightGBMEntry(Entry):
     module = "lightgbm"
     distribution = "lightgbm"
     tolerance = 1e-12
+    own_process = True  # label_gain is process-global (see "Isolation")
 
     def __init__(self, name: str, description: str, label_gain: list[float] | None,
                  profile: Conventions):
@@ -126,12 +119,11 @@ class LightGBMEntry(Entry):
         lists = ranked_lists(qrels, run)
         if not lists:
             return LibraryValues()
-        reply = _worker(self.label_gain).request(
-            measure.cutoff, [(x.labels, x.scores) for x in lists]
-        )
-        if reply[0] == "error":
-            return LibraryValues(error=reply[1])
-        _, values, mean = reply
+        import lightgbm
+
+        groups = [(x.labels, x.scores) for x in lists]
+        values = [_native_ndcg(lightgbm, measure.cutoff, [g], self.label_gain) for g in groups]
+        mean = _native_ndcg(lightgbm, measure.cutoff, groups, self.label_gain)
         return LibraryValues(per_query={x.qid: v for x, v in zip(lists, values)}, mean=mean)
 
 
@@ -140,106 +132,6 @@ ENTRIES: list[Entry] = [
     LightGBMEntry("lightgbm:linear_gain", "native ndcg metric, label_gain=[0, 1, 2, ...]",
                   _LINEAR_GAIN, LINEAR_PROFILE),
 ]
-
-
-# --- the worker process -------------------------------------------------------------------------
-
-
-class _Worker:
-    """One LightGBM process for one ``label_gain``; requests are served one at a time."""
-
-    def __init__(self, label_gain: list[float] | None):
-        self.label_gain = label_gain
-        self.proc: subprocess.Popen | None = None
-        self.lock = threading.Lock()
-
-    def _start(self) -> None:
-        import conformance
-
-        root = os.path.dirname(os.path.dirname(os.path.abspath(conformance.__file__)))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from conformance.libs.lightgbm import _serve; _serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-        )
-        self._send(self.label_gain)
-
-    def _send(self, obj) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        pickle.dump(obj, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        self.proc.stdin.flush()
-
-    def request(self, k: int, groups: list[tuple[np.ndarray, np.ndarray]]):
-        with self.lock:
-            for attempt in (1, 2):  # a dead worker is restarted once
-                try:
-                    if self.proc is None or self.proc.poll() is not None:
-                        self._start()
-                    self._send((k, groups))
-                    assert self.proc is not None and self.proc.stdout is not None
-                    return pickle.load(self.proc.stdout)
-                except (EOFError, BrokenPipeError, pickle.UnpicklingError):
-                    code = self.proc.wait() if self.proc is not None else None
-                    self.proc = None
-                    if attempt == 2:
-                        return ("error", f"LightGBM worker process exited (status {code})")
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                self._send(None)
-                self.proc.wait(timeout=5)
-            except Exception:
-                self.proc.kill()
-        self.proc = None
-
-
-_WORKERS: dict[tuple | None, _Worker] = {}
-
-
-def _worker(label_gain: list[float] | None) -> _Worker:
-    key = None if label_gain is None else tuple(label_gain)
-    if key not in _WORKERS:
-        _WORKERS[key] = _Worker(label_gain)
-    return _WORKERS[key]
-
-
-@atexit.register
-def _close_workers() -> None:
-    for w in _WORKERS.values():
-        w.close()
-
-
-def _serve() -> None:
-    """Worker main loop: the first message is the label_gain (None for the default), then
-    (k, [(labels, scores), ...]) requests, answered by ("ok", per-group values, mean) or
-    ("error", text); None ends the loop."""
-    proto_in = sys.stdin.buffer
-    proto_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)  # LightGBM's C++ prints (warnings, fatal errors) must not reach the pipe
-    os.dup2(devnull, 2)
-    import lightgbm
-
-    label_gain = pickle.load(proto_in)
-    while True:
-        try:
-            msg = pickle.load(proto_in)
-        except EOFError:
-            return
-        if msg is None:
-            return
-        k, groups = msg
-        try:
-            values = [_native_ndcg(lightgbm, k, [g], label_gain) for g in groups]
-            mean = _native_ndcg(lightgbm, k, groups, label_gain)
-            reply = ("ok", values, mean)
-        except Exception as exc:  # the library's refusal is the result
-            reply = ("error", f"{type(exc).__name__}: {exc}")
-        pickle.dump(reply, proto_out, protocol=pickle.HIGHEST_PROTOCOL)
-        proto_out.flush()
 
 
 def _native_ndcg(lightgbm, k: int, groups, label_gain) -> float:

@@ -65,7 +65,7 @@ NDCG_PROFILE = Conventions(
     # live: ndcg_score refuses a one-column row ("only meaningful when there is more than 1
     # document"), dcg_score too ("Only ... formats are supported. Got binary instead")
     single_document="raise",
-    # duplicates=error (the default): a validated Run holds each (query, doc) once
+    duplicates="keep",  # _listwise passes every listing: the library sees scores, not docids
 )
 DCG_PROFILE = NDCG_PROFILE.replace(
     negative_labels="keep",  # dcg_score: no sign check; live: y_true [[-1, 2]] tied gives 0.81546

@@ -61,8 +61,9 @@ Isolation. Two inputs make pytrec_eval unsafe to call in our own process:
   quadratic in it (live: label 10^5 takes 10 s, 10^6 did not finish in 120 s), and a label of
   2^31 crashes the process or hangs.
 
-For a large label the call runs in a fresh child process with a time limit, and what it
-returns, or how it died, is the library's result; the tool itself survives. A query whose
+For a large label the call runs alone, in a one-shot child process with a time limit
+(``conformance.isolation.call(..., alone=True)``), and what it returns, or how it died, is the
+library's result; the tool itself survives. A query whose
 judgments are all negative is refused outright (``known_failure``): the numbers that come back,
 when any do, are not the library's arithmetic but reads past the end of its tables. Smallest
 case (differential tests): qrels {q1: {d1: -2}, q2: {d1: 0}}, run {q2: {d1: 0.0}, q1: {d1: 0.0}},
@@ -112,17 +113,15 @@ Facts behind the profile (pytrec_eval-terrier 0.5.11 = trec_eval 9.0.x C code; s
 from __future__ import annotations
 
 import math
-import pickle
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 
+from conformance import isolation
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, error_text
 from conformance.measures import Measure
 
 # The binding is trec_eval 9's C code, so its profile is the trec_eval command line's
@@ -184,16 +183,12 @@ def measure_string(m: Measure) -> tuple[str, str]:
     return f"{name.text}.{k}", (f"{name.text}_{k}" if name.cut else name.text)
 
 
-_CHILD = """
-import pickle, sys
-import pytrec_eval
-qrels, run, strings, level = pickle.load(sys.stdin.buffer)
-try:
-    out = ("ok", pytrec_eval.RelevanceEvaluator(qrels, strings, relevance_level=level).evaluate(run))
-except Exception as exc:
-    out = ("error", f"{type(exc).__name__}: {exc}")
-sys.stdout.buffer.write(pickle.dumps(out))
-"""
+def relevance_evaluate(qrels: dict, run: dict, strings: list[str], level: int) -> dict:
+    """The call: ``{qid: {result key: value}}`` (a module-level function, so that a child
+    process can be given it)."""
+    import pytrec_eval
+
+    return pytrec_eval.RelevanceEvaluator(qrels, strings, relevance_level=level).evaluate(run)
 
 
 def all_negative_query(qrels: Qrels) -> str | None:
@@ -216,28 +211,6 @@ def needs_isolation(qrels: Qrels) -> bool:
     top = np.full(qrels.qids.size, -np.inf)
     np.maximum.at(top, qrels.qcode, qrels.label)
     return bool((top[np.unique(qrels.qcode)] < 0).any())
-
-
-def _isolated(qrels: dict, run: dict, strings: list[str], level: int) -> dict:
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD], input=pickle.dumps((qrels, run, strings, level)),
-            capture_output=True, timeout=ISOLATED_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(
-            f"pytrec_eval did not finish in {ISOLATED_TIMEOUT:g} s (its ndcg gain table grows "
-            "with the square of the largest label)"
-        ) from None
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"pytrec_eval crashed (exit status {done.returncode}): "
-            f"{done.stderr.decode(errors='replace').strip()[-300:]}"
-        )
-    status, value = pickle.loads(done.stdout)
-    if status == "error":
-        raise RuntimeError(value)
-    return value
 
 
 class TrecEvalEntry(Entry):
@@ -306,19 +279,23 @@ class TrecEvalEntry(Entry):
                 )
             r = run_dict(run)
         except Exception as exc:
-            err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+            err = LibraryValues(error=error_text(exc))
             return {**out, **{m: err for ms in by_level.values() for m in ms}}
-        isolate = needs_isolation(qrels)
+        alone = needs_isolation(qrels)  # see "Isolation" above
         for level, ms in by_level.items():
             for batch in _batches(ms):
                 strings = sorted({measure_string(m)[0] for m in batch})
                 try:
-                    if isolate:
-                        result = _isolated(q, r, strings, level)
-                    else:
-                        result = pytrec_eval.RelevanceEvaluator(q, strings, relevance_level=level).evaluate(r)
+                    result = isolation.call(relevance_evaluate, q, r, strings, level, alone=alone,
+                                            timeout=ISOLATED_TIMEOUT)
+                except isolation.Fault as fault:  # the library's death is the result
+                    why = (" (its ndcg gain table grows with the square of the largest label)"
+                           if fault.kind == "timed_out" else "")
+                    err = LibraryValues(error=f"pytrec_eval {fault}{why}")
+                    out.update({m: err for m in batch})
+                    continue
                 except Exception as exc:  # the library's refusal is the result
-                    err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+                    err = LibraryValues(error=error_text(exc))
                     out.update({m: err for m in batch})
                     continue
                 for m in batch:

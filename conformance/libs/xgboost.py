@@ -71,7 +71,7 @@ PROFILE = Conventions(
     # depth=none (the default): the cutoff is the measure's k; nothing else cuts the list
     score_precision="float32",  # base_margin and predictions are float32 (HostDeviceVector<float>)
     # rank_source=score (the default)
-    # duplicates=error (the default): a validated Run holds each (query, doc) once
+    duplicates="keep",  # _listwise passes every listing: the library sees scores, not docids
 )
 MINUS_PROFILE = PROFILE.replace(
     empty_query="zero",  # EvalNDCG::Eval: the "-" suffix sets minus_, so inv_idcg <= 0 -> 0

@@ -120,8 +120,12 @@ def _profile_value(prep: Prepared, ev, m: Measure, conv: Conventions):
     if conv.ties == "unspecified" and not isinstance(ev, str):
         return ev.aggregate(m), ev.aggregate(m, upper=True), ev.ranges(m)
     if ({"empty_query", "query_set"} & {a for a, _ in m.overrides}
-            or m.conventions(conv).ties == "unspecified"):
-        try:  # the name fixes an aggregation axis or the tie rule: nothing to share
+            or m.conventions(conv).ties == "unspecified"
+            or conv.query_set == "qrels_strict" or conv.rounding is not None):
+        # the name fixes an aggregation axis or the tie rule, or the profile aggregates in a
+        # way the shared evaluation does not (a refusal of run-only queries, rounding): nothing
+        # to share
+        try:
             ev = evaluate(prep, None, [m], conv)
         except EvaluationError as exc:
             return str(exc)

@@ -38,7 +38,8 @@ from conformance.measures import Measure
 from conformance.rag import bootstrap, diagnosis, retrieval
 from conformance.rag.generation import GenerationScores, agreement, judge_variants
 from conformance.rag.inputs import Gold, Outputs, Quality, outputs_from_records, read_corpus, read_gold, read_outputs
-from conformance.rag.judges import Judge, make_judge
+from conformance.rag.choose_judge import make_judge
+from conformance.rag.judges import Judge
 from conformance.reference.prepare import Prepared
 
 DEFAULT_KS = (1, 3, 5, 10)

@@ -13,8 +13,8 @@ from typing import Sequence
 import numpy as np
 
 from conformance.conventions import Conventions, geometric_floor
-from conformance.data import Qrels, Run
 from conformance.errors import EvaluationError
+from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
 from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READS_POOL, Context,
@@ -40,14 +40,20 @@ class Evaluation:
     counted: dict[Measure, np.ndarray] = field(default_factory=dict)
     conventions: dict[Measure, Conventions] = field(default_factory=dict)
     curve: dict[Measure, tuple[float, float]] = field(default_factory=dict)
+    # Under rounding=N: the values before rounding, (lower, upper), which the mean is taken of.
+    unrounded: dict[Measure, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def aggregate(self, m: Measure, upper: bool = False) -> float:
         """Mean over counted queries (sum for the Num* counts; under ``mean=geometric`` the
         geometric mean, exp of the mean log); NaN when no query counts or a counted value is
-        NaN (``empty_query=nan``)."""
+        NaN (``empty_query=nan``). Under ``rounding=N`` the mean of the unrounded values,
+        rounded to N places."""
         if m in self.curve:
             return self.curve[m][1 if upper else 0]
-        values = (self.upper if upper else self.per_query)[m][self.counted[m]]
+        if m in self.unrounded:
+            values = self.unrounded[m][1 if upper else 0][self.counted[m]]
+        else:
+            values = (self.upper if upper else self.per_query)[m][self.counted[m]]
         if m.aggregate == "sum":
             return float(values.sum())
         if not values.size:
@@ -55,8 +61,12 @@ class Evaluation:
         conv = self.conventions.get(m)
         if conv is not None and "averaging" in m.record.groups and conv.mean != "arithmetic":
             with np.errstate(invalid="ignore"):  # a NaN value gives a NaN mean, no warning
-                return float(np.exp(np.log(values).mean()))
-        return float(values.mean())
+                mean = float(np.exp(np.log(values).mean()))
+        else:
+            mean = float(values.mean())
+        if m in self.unrounded:
+            mean = round(mean, self.conventions[m].rounding)
+        return mean
 
     def values(self, m: Measure) -> dict[str, float]:
         """qid -> value for the counted queries."""
@@ -95,7 +105,7 @@ def evaluate(
         else:  # the query set is fixed by query_set, which measure names cannot override
             if not np.array_equal(result.qids, part.qids):
                 raise EvaluationError("measures in one evaluation disagree on the query set")
-            for d in ("per_query", "upper", "counted", "conventions", "curve"):
+            for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
         mask = scored_queries(prep, conventions)
@@ -115,6 +125,11 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     # Which labels the evaluation reads, for the conventions that refuse some labels: the
     # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
     kept = prep.kept_rows(conv.duplicates)
+    if conv.identical_ids == "drop":
+        same = prep.identical_rows
+        if same.any():  # the query keeps its place in the query set, with what is left
+            kept = np.asarray(kept)
+            kept = kept[~same[kept]]
     whole_run = kept is prep.run_order  # every row kept, in order
     if whole_run and scored[prep.in_run].all():
         # The usual case (no duplicate, every run query scored): the run's own arrays serve
@@ -284,11 +299,16 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             settled = [v for v, _ in results_m]
         lo = np.minimum.reduce(settled)
         hi = np.maximum.reduce(settled)
+        if conv.rounding is not None and m.aggregate == "mean":
+            out.unrounded[m] = (lo, hi)
+            lo, hi = round_half_even(lo, conv.rounding), round_half_even(hi, conv.rounding)
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
         if m in curves:
             fill = {"zero": 0.0, "one": 1.0, "nan": np.nan}.get(conv.empty_query)
             ends = [f(counted, fill) for f in curves[m]]
+            if conv.rounding is not None:  # a library rounds what it reports, here the curve's value
+                ends = [round(v, conv.rounding) for v in ends]
             out.curve[m] = (min(ends), max(ends))
     return out
 
@@ -314,6 +334,20 @@ def _refuse_unscaled(measures: list[Measure], conv: Conventions, labels: np.ndar
                 "beyond the largest double (about 2^1024); a normalised measure (nDCG) is "
                 "computed with the gains scaled, since the scale cancels out, but this one "
                 "cannot be")
+
+
+def round_half_even(x: np.ndarray, places: int) -> np.ndarray:
+    """Python's ``round(v, places)`` of every value (correctly rounded: half to even on the exact
+    binary value). ``np.round`` scales by 10^places first, which can land on the other side of
+    a half; the few values whose scaled form is near a half are rounded by ``round`` itself."""
+    out = np.round(x, places)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = x * 10.0 ** places
+        near = np.isfinite(scaled) & (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6)
+    at = np.flatnonzero(near)
+    if at.size:
+        out[at] = [round(v, places) for v in x[at].tolist()]
+    return out
 
 
 def _apply_empty(values, empty, conv: Conventions, m: Measure, qids):

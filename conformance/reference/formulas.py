@@ -309,6 +309,20 @@ def reciprocal_rank(ctx: Context, m: Measure) -> Result:
     return values, ctx.R == 0
 
 
+def granular_reciprocal_rank(ctx: Context, m: Measure) -> Result:
+    """GranularRR@k = (sum over relevant ranks i <= k of 1/i) / (relevant documents in the top
+    k): the mean reciprocal rank of every relevant document retrieved, where RR takes only the
+    first (LlamaIndex's ``MRR(use_granular_mrr=True)``). 0 when none is in the top k. Empty when
+    R = 0. Under ``average`` or ``unspecified`` ties, a cut through a tied group of mixed
+    relevance makes the denominator random and is refused."""
+    k = m.cutoff
+    ctx.require_fixed_count(k, f"GranularRR@{k}" if k is not None else "GranularRR")
+    r = ctx.ranked
+    with np.errstate(divide="ignore", invalid="ignore"):
+        num = r.upto(r.e_rel / np.maximum(r.pos, 1), k)
+    return _safe_div(num, ctx.relevant_in_top(k)), ctx.R == 0
+
+
 def average_precision(ctx: Context, m: Measure) -> Result:
     """AP@k = sum over relevant ranks i <= k of P@i, divided by D.
 
@@ -1164,6 +1178,7 @@ FORMULAS = {
     "F1": f1,
     "Success": success,
     "RR": reciprocal_rank,
+    "GranularRR": granular_reciprocal_rank,
     "AP": average_precision,
     "Rprec": r_precision,
     "DCG": dcg,

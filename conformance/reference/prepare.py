@@ -16,11 +16,12 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from conformance import arrow_compute as ac
 from conformance.conventions import Conventions
-from conformance.data import (DocWords, LazyRange, Qrels, Run, row_blocks, arrow_numpy, arrow_strings, line_numbers,
-                              numpy_arrow, pair_hash)
 from conformance.errors import EvaluationError
+from conformance.io import kernels as ac
+from conformance.io.columnar import (DocWords, LazyRange, arrow_numpy, arrow_strings, line_numbers, numpy_arrow,
+                                     pair_hash, row_blocks)
+from conformance.io.data import Qrels, Run
 from conformance.parallel import each, query_halves, row_halves
 
 
@@ -305,6 +306,14 @@ class Prepared:
         label[rows[hit]] = self.qrels_label[order[at_c[hit]]]
         return label
 
+    @cached_property
+    def identical_rows(self) -> np.ndarray:
+        """Per run row: whether its docid equals its query id (``identical_ids=drop``)."""
+        vocab = self._doc_vocab
+        qids = pa.array(self.qids.tolist(), type=vocab.type)
+        query_of_doc = arrow_numpy(ac.index_in(vocab, value_set=qids), fill=-1).astype(np.int64)
+        return query_of_doc[self.run_doc_code] == self.run_q
+
     def kept_rows(self, policy: str) -> np.ndarray:
         """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
         if policy == "keep":
@@ -513,9 +522,15 @@ def scored_queries(prep: Prepared, conv: Conventions) -> np.ndarray:
         return prep.in_run & prep.in_qrels
     if conv.query_set == "qrels":
         return prep.in_qrels.copy()
-    # raise: the sets must be equal
+    # raise: the sets must be equal; qrels_strict: no run query may lack judgments
     only_run = prep.in_run & ~prep.in_qrels
     only_qrels = prep.in_qrels & ~prep.in_run
+    if conv.query_set == "qrels_strict":
+        if only_run.any():
+            raise EvaluationError(
+                f"{int(only_run.sum())} run queries are not in the qrels (first: "
+                f"{prep.qids[only_run][0]!r}; query_set=qrels_strict)")
+        return prep.in_qrels.copy()
     if only_run.any() or only_qrels.any():
         parts = []
         if only_run.any():

@@ -54,7 +54,8 @@ def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
 
 def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False,
           shift: np.ndarray | None = None) -> np.ndarray:
-    """Gain of each label under ``gain`` (and ``threshold_scope``); NaN (unjudged) gains 0.
+    """Gain of each label under ``gain`` (and ``threshold_scope``); NaN (unjudged) gains 0;
+    ``binary``: 1 where label >= relevance_threshold.
     ``reuse``: ``labels`` is the caller's own array, not read again, and the gains may be
     written over it (on a 2M-row run, a 16 MB array not allocated). ``shift`` (exponential gain
     only, per row): the gains are divided by 2^shift, (2^rel - 1) / 2^s = 2^(rel - s) - 2^-s,
@@ -75,6 +76,10 @@ def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False,
             return g
         g = np.exp2(lab, out=None if graded else lab)
         g -= 1.0
+    elif conv.gain == "binary":
+        # relevant as the binary measures see it; an unjudged document (NaN) never is, even
+        # under a threshold of 0 or below
+        g = ((lab >= conv.relevance_threshold) & ~nan).astype(np.float64)
     else:
         table = gain_map(conv.gain)
         g = lab.copy()  # labels the map does not list keep gain = label (as trec_eval does)
@@ -82,7 +87,7 @@ def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False,
             g[lab == label] = gain
     if graded:
         g[lab < conv.relevance_threshold] = 0.0
-    if conv.gain not in ("linear", "exponential"):
+    if conv.gain not in ("linear", "exponential", "binary"):
         # a map may give label 0 a gain; linear and exponential give NaN's 0 the gain 0.0
         g[nan] = 0.0
     return g

@@ -272,8 +272,8 @@ class _Whole:
 
 def _gain_key(conv: Conventions) -> tuple:
     """The axes ``ranking.gains`` reads."""
-    return (conv.gain, conv.threshold_scope,
-            conv.relevance_threshold if conv.threshold_scope == "graded" else None)
+    reads_threshold = conv.threshold_scope == "graded" or conv.gain == "binary"
+    return (conv.gain, conv.threshold_scope, conv.relevance_threshold if reads_threshold else None)
 
 
 @dataclass
@@ -448,8 +448,7 @@ class _Engine:
         return self._R[key]
 
     def judged_gain(self, lv, conv: Conventions) -> tuple[tuple, np.ndarray]:
-        gk = (lv, conv.gain, conv.threshold_scope,
-              conv.relevance_threshold if conv.threshold_scope == "graded" else None)
+        gk = (lv,) + _gain_key(conv)
         if gk not in self._jgain:
             self._jgain[gk] = gains(self.judged(lv)[1], conv)
         return gk, self._jgain[gk]
@@ -535,9 +534,11 @@ class _Engine:
     @staticmethod
     def _threshold_idle(m: Measure, conv: Conventions) -> bool:
         """nDCG, DCG, G and nDCGRel read the relevance threshold only through their gains
-        (``threshold_scope=graded``); their refusals (``require_fixed_gains``) read gains too.
-        (RnDCG also reads R: it is 0 without a relevant document, as in trec_eval.)"""
-        return m.family in GAINS_READ_THRESHOLD and conv.threshold_scope == "binary"
+        (``threshold_scope=graded``, or ``gain=binary``, whose gain is relevance); their refusals
+        (``require_fixed_gains``) read gains too. (RnDCG also reads R: it is 0 without a relevant
+        document, as in trec_eval.)"""
+        return (m.family in GAINS_READ_THRESHOLD and conv.threshold_scope == "binary"
+                and conv.gain != "binary")
 
     def formula_key(self, m: Measure, conv: Conventions) -> tuple:
         """Equal keys, equal formula results (values and empty queries) for ``m``: the axes

@@ -1,0 +1,203 @@
+"""BEIR: ``beir.retrieval.evaluation.EvaluateRetrieval.evaluate`` and ``evaluate_custom``.
+
+Translation (``conformance.libs._nested``): the qrels become ``{qid: {docid: int(label)}}``, as
+BEIR's own reader makes them (``GenericDataLoader._load_qrels``: ``int(row[2])``, truncation
+towards zero), and the run ``{qid: {docid: float score}}``, the shape BEIR's retrievers return.
+A dict holds a document once per query, so a run that lists one twice is refused by the adapter
+(``duplicates=error``). The calls::
+
+    EvaluateRetrieval.evaluate(qrels, results, k_values, ignore_identical_ids=...)
+        # -> ({"NDCG@k": mean}, {"MAP@k": mean}, {"Recall@k": mean}, {"P@k": mean})
+    EvaluateRetrieval.evaluate_custom(qrels, results, k_values, metric="mrr" | "top_k_accuracy")
+        # -> {"MRR@k": mean} / {"Accuracy@k": mean}
+
+BEIR returns means only. Each query's value is what BEIR reports for that query alone (the
+same call on the query's own qrels and results), so it is rounded too; the mean is one call on
+everything. ``evaluate`` changes ``results`` in place (it pops identical ids), so every call gets
+a fresh copy. When no query is in both inputs, ``evaluate`` divides by zero (``len(scores)``):
+there is no mean to ask for, and none is reported.
+
+=============================  ===================================================
+entry                          call
+=============================  ===================================================
+``beir``                       ``evaluate(..., ignore_identical_ids=True)`` (BEIR's default)
+``beir:keep_identical_ids``    ``evaluate(..., ignore_identical_ids=False)``
+``beir:custom``                ``evaluate_custom(..., metric="mrr")`` (RR@k) and
+                               ``metric="top_k_accuracy"`` (Success@k)
+=============================  ===================================================
+
+Facts behind the profiles (beir 2.2.0, ``beir/retrieval/evaluation.py`` and
+``custom_metrics.py``; each confirmed live by ``tests/test_libs_beir.py``):
+
+- ``evaluate`` is pytrec_eval (``ndcg_cut``, ``map_cut``, ``recall``, ``P`` at every k): the
+  trec_eval profile (``conformance.libs.trec_eval``) for gain, discount, ideal, ties (docid
+  descending), float32 scores, negative labels, the query set (queries in both inputs) and the
+  empty query (0, counted);
+- labels: ``int(label)`` as BEIR's reader does: ``label_type=int_truncate``;
+- ``round(sum / len(scores), 5)`` for every mean: ``rounding=5``;
+- ``ignore_identical_ids=True`` pops every result whose docid equals its query id before
+  pytrec_eval sees the run; the qrels keep that judgment (live: qrels {q1: {q1: 1, d1: 1}},
+  run {q1: {q1: 2.0}} gives Recall@3 0, not 0.5), and a query left with an empty dict is still
+  scored, at 0 (live): ``identical_ids=drop``;
+- ``evaluate_custom`` is BEIR's own Python, which runs no identical-id filter:
+  ``sorted(doc_scores.items(), key=score, reverse=True)``, a stable sort, so ties keep the
+  results' insertion order (the run's listing order): ``ties=input_order``, on Python floats
+  (``score_precision=float64``); relevant is ``label > 0`` (on int labels, label >= 1);
+  ``MRR@k`` looks at the top k only; each sum is divided by ``len(qrels)``, every judged query,
+  one missing from the run counting 0, and a run query with no qrels raises KeyError
+  (``qrels[query_id]``): ``query_set=qrels_strict``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.conventions import TREC_EVAL, Conventions
+from conformance.data import Qrels, Run
+from conformance.libs._nested import duplicate_pair, run_dict
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+PROFILE = TREC_EVAL.replace(
+    label_type="int_truncate",  # GenericDataLoader._load_qrels: int(row[2]), as the adapter passes
+    rounding=5,  # evaluation.py: round(... / len(scores), 5)
+    identical_ids="drop",  # evaluate(ignore_identical_ids=True): results[qid].pop(qid)
+    duplicates="error",  # a results dict holds each document once (the adapter refuses repeats)
+)
+KEEP_IDENTICAL_PROFILE = PROFILE.replace(identical_ids="keep")  # ignore_identical_ids=False
+CUSTOM_PROFILE = PROFILE.replace(
+    identical_ids="keep",  # custom_metrics.py has no identical-id filter
+    ties="input_order",  # sorted(..., key=score, reverse=True) is stable: insertion order
+    score_precision="float64",  # Python floats compared as they are
+    # / len(qrels): every judged query, a missing one adds 0; qrels[query_id] raises KeyError
+    # for a run query without judgments
+    query_set="qrels_strict",
+    rr_cutoff="honour",  # mrr: enumerate(top_hits[query_id][0:k])
+)
+
+_KEYS = {"nDCG": "NDCG@{}", "AP": "MAP@{}", "R": "Recall@{}", "P": "P@{}"}
+_CUSTOM = {"RR": ("mrr", "MRR@{}"), "Success": ("top_k_accuracy", "Accuracy@{}")}
+
+
+def beir_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: int(label)}}`` as ``GenericDataLoader`` reads them."""
+    out: dict[str, dict[str, int]] = {}
+    for q, d, lab in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(), qrels.label.tolist()):
+        out.setdefault(q, {})[d] = int(lab)
+    return out
+
+
+class BeirEntry(Entry):
+    library = "beir"
+    module = "beir"
+    distribution = "beir"
+    extra = "rag"
+    tolerance = 1e-12
+
+    def __init__(self, name: str, description: str, *, custom: bool, ignore_identical_ids: bool,
+                 profile: Conventions):
+        self.name, self.description = name, description
+        self.custom, self.ignore_identical_ids = custom, ignore_identical_ids
+        self._profile = profile
+
+    def supports(self, measure: Measure) -> bool:
+        families = _CUSTOM if self.custom else _KEYS
+        if measure.family not in families or measure.cutoff is None or measure.alpha is not None:
+            return False
+        return measure.conventions(self._profile) == self._profile
+
+    def profile(self, measure: Measure) -> Conventions:
+        return self._profile
+
+    def default_profile(self) -> Conventions:
+        return self._profile
+
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        if self.custom:
+            return None
+        # pytrec_eval reads past its tables on a query whose every label is negative (see
+        # conformance.libs.trec_eval); BEIR's int() first makes -0.5 a 0
+        if not len(qrels):
+            return None
+        top = np.full(qrels.qids.size, -np.inf)
+        np.maximum.at(top, qrels.qcode, np.trunc(qrels.label))
+        present = np.unique(qrels.qcode)
+        bad = present[top[present] < 0]
+        if bad.size:
+            return (f"refused by the adapter: every judgment of query {str(qrels.qids[bad[0]])!r} "
+                    "is negative, on which pytrec_eval (inside BEIR) reads past its tables")
+        return None
+
+    def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
+        out: dict[Measure, LibraryValues] = {}
+        wanted = []
+        for m in measures:
+            if self.supports(m):
+                wanted.append(m)
+            else:
+                out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
+        if not wanted:
+            return out
+        failure = self.known_failure(qrels, run)
+        if failure is None and duplicate_pair(run) is not None:
+            q, d = duplicate_pair(run)
+            failure = f"the run lists document {d!r} twice for query {q!r}; a results dict holds it once"
+        if failure is not None:
+            return {**out, **{m: LibraryValues(error=failure) for m in wanted}}
+        try:
+            from beir.retrieval.evaluation import EvaluateRetrieval
+
+            q, r = beir_qrels(qrels), run_dict(run)
+            ks = sorted({m.cutoff for m in wanted})
+            if self.custom:
+                out.update(self._custom(EvaluateRetrieval, q, r, ks, wanted))
+            else:
+                out.update(self._pytrec(EvaluateRetrieval, q, r, ks, wanted))
+        except Exception as exc:  # the library's refusal is the result
+            err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
+            out.update({m: err for m in wanted})
+        return out
+
+    def _pytrec(self, E, q, r, ks, wanted) -> dict[Measure, LibraryValues]:
+        def call(qrels, results):
+            fresh = {qid: dict(docs) for qid, docs in results.items()}  # evaluate pops in place
+            merged: dict[str, float] = {}
+            for part in E.evaluate(qrels, fresh, ks, ignore_identical_ids=self.ignore_identical_ids):
+                merged.update(part)
+            return merged
+
+        both = [qid for qid in r if qid in q]
+        per_query = {qid: call({qid: q[qid]}, {qid: r[qid]}) for qid in both}
+        mean = call(q, r) if both else None
+        out = {}
+        for m in wanted:
+            key = _KEYS[m.family].format(m.cutoff)
+            out[m] = LibraryValues(per_query={qid: float(v[key]) for qid, v in per_query.items()},
+                                   mean=None if mean is None else float(mean[key]))
+        return out
+
+    def _custom(self, E, q, r, ks, wanted) -> dict[Measure, LibraryValues]:
+        out = {}
+        for m in wanted:
+            metric, key = _CUSTOM[m.family]
+            key = key.format(m.cutoff)
+            per_query = {qid: float(E.evaluate_custom({qid: q[qid]}, {qid: r[qid]} if qid in r else {},
+                                                      [m.cutoff], metric)[key])
+                         for qid in q}
+            # the whole call too, whatever the per-query calls gave: its refusal is the result
+            mean = float(E.evaluate_custom(q, r, [m.cutoff], metric)[key])
+            out[m] = LibraryValues(per_query=per_query, mean=mean)
+        return out
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        return self.evaluate(qrels, run, [measure])[measure]
+
+
+ENTRIES: list[Entry] = [
+    BeirEntry("beir", "EvaluateRetrieval.evaluate with ignore_identical_ids=True (its default)",
+              custom=False, ignore_identical_ids=True, profile=PROFILE),
+    BeirEntry("beir:keep_identical_ids", "EvaluateRetrieval.evaluate with ignore_identical_ids=False",
+              custom=False, ignore_identical_ids=False, profile=KEEP_IDENTICAL_PROFILE),
+    BeirEntry("beir:custom", "EvaluateRetrieval.evaluate_custom: mrr (RR@k), top_k_accuracy (Success@k)",
+              custom=True, ignore_identical_ids=False, profile=CUSTOM_PROFILE),
+]
