@@ -135,6 +135,9 @@ class Context:
     def universe_labels(self) -> tuple[np.ndarray, np.ndarray]:
         """(labels, query) of the judged documents of the relevance universe."""
         if self.conv.ideal == "retrieved":
+            # which documents a depth cut keeps decides it (ERR's emptiness, RBP's largest
+            # label), as it decides the retrieved ideal
+            self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
             r = self.ranked
             q = np.repeat(np.arange(r.n_queries), r.n)
             ok = ~np.isnan(r.label)
