@@ -136,6 +136,9 @@ CWL_PROFILE = PYTREC_EVAL_PROFILE.replace(
     # 0, the gain of an unjudged document (cwl's worst case), so the two read alike
     weights_horizon=1000,  # cwl_eval.py: RankingMaker(..., max_n=1000): 1000 ranks, padded
     rbp_gain="binary",  # IrmQrelHandler(bin_rel_cutoff=rel): 1 if relevance >= rel else 0
+    # duplicates=last holds because _nested.run_dict puts a repeated document at its last
+    # listing's place; ir_measures' own read_trec_run assigns into a dict, which keeps the first
+    # listing's place with the last score (among tied scores no duplicates value says that)
 )
 RANX_PROFILE = _ranx.PROFILE  # providers/ranx_provider.py: ranx.evaluate, no make_comparable
 # (ranx's profile: query_set=raise, ties unspecified, labels truncated; the route fails under
