@@ -46,9 +46,12 @@ SIZES = {  # name -> (queries, docs per query, judgments per query)
 }
 
 
-def paths(queries: int, docs: int, judged: int, out: Path = DATA) -> tuple[Path, Path]:
-    """(qrels path, run path) for a size."""
-    return (out / f"qrels-{queries}x{judged}.txt", out / f"run-{queries}x{docs}.txt")
+def paths(queries: int, docs: int, judged: int, out: Path = DATA,
+          numeric_qids: bool = False) -> tuple[Path, Path]:
+    """(qrels path, run path) for a size (``numeric_qids``: the query ids without their "q",
+    which gdeval, ir_measures' ERR, requires)."""
+    tail = "-numeric" if numeric_qids else ""
+    return (out / f"qrels-{queries}x{judged}{tail}.txt", out / f"run-{queries}x{docs}{tail}.txt")
 
 
 def _candidates(rng: np.random.Generator, queries: int, j: np.ndarray) -> np.ndarray:
@@ -89,15 +92,18 @@ def _const(text: str, n: int) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([text])).cast(pa.string())
 
 
-def generate(queries: int, docs: int, judged: int, seed: int = 0, out: Path = DATA) -> tuple[Path, Path]:
-    """Write (qrels, run) for ``queries`` x ``docs`` with ``judged`` judgments per query."""
+def generate(queries: int, docs: int, judged: int, seed: int = 0, out: Path = DATA,
+             numeric_qids: bool = False) -> tuple[Path, Path]:
+    """Write (qrels, run) for ``queries`` x ``docs`` with ``judged`` judgments per query
+    (``numeric_qids``: the same data with query ids 1, 2, ... instead of q1, q2, ...)."""
     if judged > 2 * docs:
         raise SystemExit("--judged must be at most twice --docs")
     rng = np.random.default_rng([seed, queries, docs, judged])
     out.mkdir(parents=True, exist_ok=True)
-    qrels_path, run_path = paths(queries, docs, judged, out)
+    qrels_path, run_path = paths(queries, docs, judged, out, numeric_qids)
 
-    qid_text = pc.binary_join_element_wise("q", _str(np.arange(1, queries + 1)), "")
+    qid_text = pc.binary_join_element_wise("" if numeric_qids else "q",
+                                           _str(np.arange(1, queries + 1)), "")
     # candidates 0..docs-1 are retrieved (in rank order); docs..2*docs-1 are never retrieved
     cand = _candidates(rng, queries, np.arange(2 * docs, dtype=np.int64)[None, :])
 
@@ -160,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=DATA)
     p.add_argument("--force", action="store_true", help="rewrite files that already exist")
+    p.add_argument("--numeric-qids", action="store_true",
+                   help="query ids 1, 2, ... (gdeval reads no other) instead of q1, q2, ...")
     args = p.parse_args(argv)
     if args.queries is not None:
         todo = [(args.queries, args.docs, args.judged)]
@@ -170,12 +178,12 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"unknown size {unknown[0]!r}: choose from {', '.join(SIZES)}")
         todo = [SIZES[s] for s in names]
     for q, d, j in todo:
-        qp, rp = paths(q, d, j, args.out)
+        qp, rp = paths(q, d, j, args.out, args.numeric_qids)
         if qp.exists() and rp.exists() and not args.force:
             print(f"exists: {rp} ({q * d:,} rows), {qp}  (--force to rewrite)")
             continue
         t0 = time.perf_counter()
-        generate(q, d, j, args.seed, args.out)
+        generate(q, d, j, args.seed, args.out, args.numeric_qids)
         dt = time.perf_counter() - t0
         print(f"wrote {rp} ({q * d:,} rows, {rp.stat().st_size / 1e6:.0f} MB) and {qp} "
               f"({q * j:,} rows) in {dt:.1f} s")

@@ -156,13 +156,24 @@ def _internal_error(exc: BaseException) -> NoReturn:
     raise click.exceptions.Exit(INTERNAL_ERROR)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    text = " ".join(str(message).split())
+    click.echo(f"conformance: warning: {category.__name__}: {text[:300]}", err=True)
+
+
 class _Guarded(click.Group):
     """The exception boundary: a user's error is one line and exit 2 (``reports_errors``), an
     unexpected exception one line and exit 3 (``_internal_error``); never a traceback."""
 
     def invoke(self, ctx: click.Context):
+        import warnings
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                # A Python warning the code did not silence where it arose (a bug of ours or a
+                # library's) is one warning line without a path: never a raw warning on stderr.
+                warnings.showwarning = _show_warning
+                return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C or a stop signal (see ``console``)
@@ -224,6 +235,7 @@ def main() -> None:
     "--metrics", "-m", "metrics", multiple=True, metavar="LIST",
     help="Comma-separated measure names in ir_measures (nDCG@10, P(rel=2)@5), trec_eval "
     "(ndcg_cut_10, ndcg_cut.5,10) or ranx (ndcg_burges@10, map@100-l2) syntax; repeatable. "
+    "'conformance measures' lists every family and its names. "
     f"[default: {DEFAULT_METRICS}]",
 )
 @click.option(
@@ -803,6 +815,41 @@ def libs_command(fmt, lib_timeout):
         for axis in AXES:
             click.echo(axis.ljust(axis_w)
                        + "".join(r["profile"][axis].ljust(col_w[r["entry"]]) for r in block))
+
+
+@main.command("measures")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@reports_errors
+def measures_command(fmt):
+    """List the measure families, their parameters and their names in ir_measures, trec_eval
+    and ranx syntax (a name in brackets is conformance's own spelling: that library lacks it)."""
+    from conformance.measures import format_param, listing
+
+    rows = listing()
+    if fmt == "json":
+        click.echo(json.dumps({"families": rows}, sort_keys=True, indent=1,
+                              default=lambda v: list(v) if isinstance(v, tuple) else str(v)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    def names(r, syntax):
+        return ", ".join(n["name"] if n["native"] else f"[{n['name']}]"
+                         for n in r["names"][syntax])
+
+    def params(r):
+        return ", ".join(k if v is None else f"{k}={format_param(v)}"
+                         for k, v in r["parameters"].items())
+
+    t = Table(title="measure families", show_lines=False)
+    for col in ("family", "@k", "parameters", "ir_measures", "trec_eval", "ranx", "meaning"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["family"], {"none": "-", "optional": "opt", "required": "req"}[r["cutoff"]],
+                  params(r), names(r, "ir_measures"), names(r, "trec_eval"), names(r, "ranx"),
+                  r["meaning"])
+    Console(width=max(140, Console().width)).print(t, markup=False)
 
 
 from conformance import cli_paper as _cli_paper  # noqa: E402,F401

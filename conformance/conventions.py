@@ -45,6 +45,7 @@ def _close_matches(word: str, possibilities: list[str], n: int = 3, cutoff: floa
 GROUPS: dict[str, str] = {
     "input": "how the input itself is taken (every measure)",
     "aggregation": "which queries are scored and averaged (every measure)",
+    "averaging": "how the per-query values are averaged (every measure averaged over queries)",
     "labels": "how relevance labels are read (every measure that reads labels)",
     "threshold": "which labels count as relevant (binary measures and relevant counts)",
     "ordering": "which document sits at which rank (every ranked measure)",
@@ -177,6 +178,33 @@ def discount_base(value: str) -> tuple[str, float]:
         return "jarvelin", 2.0
     kind, _, base = value.partition(":")
     return kind, float(base)
+
+
+def _parse_geometric(text: str) -> str:
+    """``geometric:1e-6`` -> the canonical text of a geometric mean with that floor."""
+    kind, sep, floor = text.partition(":")
+    if kind == "geometric" and sep:
+        try:
+            eps = float(floor)
+        except ValueError:
+            eps = float("nan")
+        if not (math.isfinite(eps) and 0 < eps < 1):
+            raise ConventionError(f"mean {text!r}: the floor must be a number above 0 and below 1")
+        return "geometric" if eps == GEOMETRIC_FLOOR else f"geometric:{_num(eps)}"
+    raise ConventionError(
+        f"mean {text!r}: expected 'arithmetic', 'geometric' or 'geometric:EPS' (0 < EPS < 1)")
+
+
+# trec_eval's MIN_GEO_MEAN (trec_eval.h): each query's value is raised to it before its log.
+GEOMETRIC_FLOOR = 0.00001
+
+
+def geometric_floor(value: str) -> float | None:
+    """The floor of a ``mean`` value: ``"geometric"`` -> 1e-05; ``"arithmetic"`` -> None."""
+    if value == "arithmetic":
+        return None
+    _, _, floor = value.partition(":")
+    return float(floor) if floor else GEOMETRIC_FLOOR
 
 
 def _parse_int(axis: str, minimum: int) -> Callable[[str], int]:
@@ -491,6 +519,106 @@ AXES: dict[str, Axis] = {
             open_phrase="values rounded to {} places",
             stored={"none": None},
         ),
+        Axis(
+            "mean",
+            "how the per-query values of a measure are averaged over the queries",
+            {
+                "arithmetic": "the arithmetic mean",
+                "geometric": "the geometric mean, exp(mean(log(max(v, 0.00001)))), trec_eval's "
+                             "gm_map and gm_bpref (MIN_GEO_MEAN = 0.00001)",
+            },
+            default="arithmetic",
+            group="averaging",
+            parse_open=_parse_geometric,
+            open_meaning="'geometric:EPS': the geometric mean with every value raised to EPS first",
+            swept=("arithmetic", "geometric"),
+            phrases={"arithmetic": "the arithmetic mean over queries",
+                     "geometric": "the geometric mean over queries (trec_eval's gm_)"},
+        ),
+        Axis(
+            "bpref_denominator",
+            "what bpref divides the count of judged non-relevant documents above a relevant one by",
+            {
+                "min_r_n": "min(R, N), R relevant and N judged non-relevant documents (trec_eval "
+                           "8 and later, ranx)",
+                "r": "R, the formula of Buckley & Voorhees 2004 (and of ranx's docstring)",
+            },
+            default="min_r_n",
+            group="named",
+            swept=("min_r_n", "r"),
+            phrases={"min_r_n": "bpref over min(R, N)", "r": "bpref over R"},
+        ),
+        Axis(
+            "iprec_rank",
+            "how many relevant documents a recall level x asks for, out of R, in interpolated precision",
+            {
+                "round": "round(x R), halves away from zero (trec_eval 10: lround)",
+                "floor_plus_0.9": "floor(x R + 0.9) (trec_eval 9 and pytrec_eval)",
+            },
+            default="round",
+            group="named",
+            swept=("round", "floor_plus_0.9"),
+            phrases={"round": "recall levels rounded (trec_eval 10)",
+                     "floor_plus_0.9": "recall levels as floor(x R + 0.9) (trec_eval 9)"},
+        ),
+        Axis(
+            "err_max_grade",
+            "the grade g_max that ERR's stopping probability (2^g - 1) / 2^g_max divides by",
+            {},
+            default=4,
+            group="named",
+            parse_open=_parse_int("err_max_grade", 1),
+            open_meaning="a positive integer g_max (gdeval: 4); a label above it is refused",
+            swept=(4,),
+            phrases={4: "ERR over grade 4 (gdeval)"},
+            open_phrase="ERR over grade {}",
+        ),
+        Axis(
+            "rbp_gain",
+            "what a document at rank i contributes to rank-biased precision",
+            {
+                "binary": "1 for a relevant document (label >= L), else 0 (Moffat & Zobel; "
+                          "cwl_eval through ir_measures' rel=)",
+                "label": "its label when the label is L or above, else 0 (ranx)",
+                "label_over_max": "every positive label divided by the largest label of the "
+                                  "query when that exceeds 1; the threshold is not read "
+                                  "(trec_eval 10's rbp)",
+            },
+            default="binary",
+            group="named",
+            swept=("binary", "label", "label_over_max"),
+            phrases={"binary": "binary RBP gains", "label": "RBP gains = labels",
+                     "label_over_max": "RBP gains = label / the largest label"},
+        ),
+        Axis(
+            "weights_horizon",
+            "how many ranks a user model (RBP and the C/W/L measures) reads, its weights "
+            "renormalised to sum to 1 over them",
+            {"none": "every rank of an endless list: RBP's weights (1 - p) p^(i-1)"},
+            default=None,
+            group="named",
+            parse_open=_parse_int("weights_horizon", 1),
+            open_meaning="a positive integer N: ranks 1..N only, gains past the list 0 (cwl_eval: 1000)",
+            swept=(None, 1000),
+            phrases={None: "an endless user model", 1000: "a user model over 1000 ranks (cwl_eval)"},
+            open_phrase="a user model over {} ranks",
+            stored={"none": None},
+        ),
+        Axis(
+            "residual_tail",
+            "whether the RBP residual holds the weight of the ranks past the end of the list",
+            {
+                "unjudged_only": "only when some retrieved document is unjudged; 0 otherwise "
+                                 "(trec_eval 10's rbp_resid)",
+                "always": "always (Moffat & Zobel 2008: the residual is the weight of every "
+                          "unjudged or unranked position)",
+            },
+            default="unjudged_only",
+            group="named",
+            swept=("unjudged_only", "always"),
+            phrases={"unjudged_only": "the residual without the tail unless something is unjudged",
+                     "always": "the residual with the tail"},
+        ),
     ]
 }
 assert all(a.group in GROUPS for a in AXES.values())
@@ -591,5 +719,10 @@ def readme_table() -> str:
 # code the Python binding pytrec_eval-terrier carries: see conformance.libs.trec_eval) stores
 # scores as C float, so they are narrowed to float32 before sorting; trec_eval 10 keeps doubles.
 # The command line reads labels with atol (truncation) and ignores recip_rank's cutoff.
-TREC_EVAL = Conventions(label_type="int_truncate", score_precision="float32", rr_cutoff="ignore")
-TREC_EVAL10 = TREC_EVAL.replace(score_precision="float64")
+# Interpolated precision's recall levels: trec_eval 9 asks for floor(x R + 0.9) relevant
+# documents, trec_eval 10 for lround(x R) (m_iprec_at_recall.c, m_11pt_avg.c; the published
+# outputs of both versions differ there and only there among the measures of both). rbp exists
+# in trec_eval 10 only: its gains are the labels scaled by the query's largest (m_rbp.c).
+TREC_EVAL = Conventions(label_type="int_truncate", score_precision="float32", rr_cutoff="ignore",
+                        iprec_rank="floor_plus_0.9", rbp_gain="label_over_max")
+TREC_EVAL10 = TREC_EVAL.replace(score_precision="float64", iprec_rank="round")

@@ -37,8 +37,9 @@ from conformance.measures import Measure
 from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared
 
-# Beyond this many differing axes the subset search would cost 2^n evaluations; none of our
-# entry pairs come near it, and a pair that did would be reported rather than searched.
+# Beyond this many differing axes (of those the measure reads) the subset search would cost 2^n
+# evaluations; none of our entry pairs come near it, and a pair that did would be reported
+# rather than searched.
 MAX_DIFFERING_AXES = 12
 
 
@@ -167,9 +168,13 @@ def explain_pair(prep: "Prepared | Reference", measure: Measure, name_a: str, pr
     the axis that actually separates them.
     """
     differing = prof_a.differing_axes(prof_b)
-    if len(differing) <= MAX_DIFFERING_AXES:
-        for size in range(1, len(differing) + 1):
-            for subset in itertools.combinations(differing, size):
+    # an axis the family does not read cannot change its value, so no smallest set holds it
+    # (the named axes of the other families: two profiles differ on many of them)
+    read = set(measure.record.axes)
+    searched = [ax for ax in differing if ax in read]
+    if len(searched) <= MAX_DIFFERING_AXES:
+        for size in range(1, len(searched) + 1):
+            for subset in itertools.combinations(searched, size):
                 conv = prof_a.replace(**{ax: getattr(prof_b, ax) for ax in subset})
                 if not matches(predict(prep, measure, conv), got_b, tol):
                     continue

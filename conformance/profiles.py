@@ -87,7 +87,7 @@ def computes(name: str, measure: Measure | str) -> bool:
         return True
     m = _measure(measure)
     e = _entry_or_raise(name)
-    return e.supports(m) or e.supports(Measure(m.family, m.cutoff, (), m.alpha))
+    return e.supports(m) or e.supports(Measure(m.family, m.cutoff, (), m.alpha, params=m.params))
 
 
 def profile(name: str, measure: Measure | str) -> Conventions:

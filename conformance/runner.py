@@ -217,7 +217,7 @@ def _compare_subject(result: RunResult, subject: Subject, prep: Reference, live:
                      tolerance: float | None) -> None:
     for m in subject.measures:
         per_entry = {
-            e.name: (e.profile(m), e.tolerance, outputs[e.name][m])
+            e.name: (e.profile(m), e.tolerance_for(m), outputs[e.name][m])
             for e in live
             if e.name in outputs and m in outputs[e.name]
         }

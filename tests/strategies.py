@@ -10,7 +10,8 @@ something readable. The generator aims at the places where conventions part:
 - unjudged retrieved documents, judged documents never retrieved, queries with no relevant
   document (all labels 0), one-document lists, lists shorter than the cutoffs tested (up to 20);
 - document ids whose byte order differs from their numeric order (``d10`` < ``d9``), and query
-  ids likewise (``q10`` < ``q9``);
+  ids likewise (``q10`` < ``q9``; with ``numeric_qids``, ``10`` < ``9``: gdeval, which
+  ir_measures' ERR and nDCG(dcg='exp-log2')@k go through, reads only numeric query ids);
 - queries only in the run and queries only in the qrels;
 - run rows listed in an arbitrary order (not by score), since input order breaks ties for some
   libraries;
@@ -33,6 +34,7 @@ from hypothesis import strategies as st
 from conformance.data import Qrels, Run
 
 QIDS = ["q1", "q2", "q9", "q10"]
+NUMERIC_QIDS = ["1", "2", "9", "10"]
 DOCIDS = [f"d{i}" for i in range(1, 21)]  # d1 d10 d11 ... d19 d2 d20 d3 ... in byte order
 DOCIDS += ["q1", "q2"]  # documents named like queries: self-retrieval
 
@@ -88,6 +90,7 @@ def cases(
     require_unusual: bool = False,
     max_queries: int = 4,
     max_docs: int = 15,
+    numeric_qids: bool = False,
     duplicates: bool = False,
 ) -> Case:
     """A (qrels, run) case.
@@ -106,7 +109,8 @@ def cases(
         st.integers(0, 4).map(float),
         st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64),
     )
-    qids = draw(st.lists(st.sampled_from(QIDS), min_size=1, max_size=max_queries, unique=True))
+    pool_qids = NUMERIC_QIDS if numeric_qids else QIDS
+    qids = draw(st.lists(st.sampled_from(pool_qids), min_size=1, max_size=max_queries, unique=True))
     roles = [draw(st.sampled_from(ROLES)) for _ in qids]
     if require_unusual and "both" not in roles:
         roles[0] = "both"  # so that some judged document is retrieved

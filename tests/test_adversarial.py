@@ -66,6 +66,7 @@ SUBPROCESS = {
     "empty_run", "undecodable_run", "mb_garbage_line", "corrupt_gz", "missing_file", "directory",
     "k_zero", "unknown_axis", "unknown_value", "run_unknown_lib", "bom_crlf", "unicode_ids",
     "mb_docid", "no_common_query", "k_huge", "cr_only", "fractional_labels_refused",
+    "cutoff_beyond_int64", "exp_gain_label_1024", "exp_gain_dcg_overflow",
     "gzip_bomb_long_line", "gzip_bomb_nul", "dev_zero", "nul_file", "input_size_env", "long_line_env",
     "json_huge_int_score", "json_lone_surrogate_docid", "jsonl_qid_aliases_differ", "csv_ragged",
     "unknown_format", "json_exact_big_ints", "limit_env_not_a_size",

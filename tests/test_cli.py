@@ -375,7 +375,7 @@ def test_duplicates_found_when_the_join_runs_and_when_it_does_not(tmp_path):
 
 def test_unknown_metric(case_a):
     q, r = case_a
-    assert_user_error(invoke("eval", "--qrels", q, "--run", r, "-m", "nDCG@10,Judged@10"), "Judged@10")
+    assert_user_error(invoke("eval", "--qrels", q, "--run", r, "-m", "nDCG@10,alpha_nDCG@10"), "alpha_nDCG@10")
     assert_user_error(invoke("eval", "--qrels", q, "--run", r, "-m", "nDGC@10"), "did you mean nDCG")
     assert_user_error(invoke("eval", "--qrels", q, "--run", r, "-m", "P@0"), "positive integer")
 
@@ -520,3 +520,24 @@ def test_rank_column_read_from_a_trec_file(tmp_path):
                      "--set", "rank_source=rank_column")
     assert json.loads(by_score.stdout)["metrics"]["RR"] == 0.5
     assert json.loads(by_rank.stdout)["metrics"]["RR"] == 1.0
+
+
+def test_measures_lists_every_family_and_name():
+    """``conformance measures``: one row per family record, with every spelling the parser reads
+    (the table folds long cells, so the JSON form is checked for completeness)."""
+    from conformance.measures import FAMILIES, KNOWN_NAMES
+
+    result = CliRunner().invoke(main, ["measures", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [r["family"] for r in doc["families"]] == list(FAMILIES)
+    listed = {n["name"] for r in doc["families"] for names in r["names"].values() for n in names}
+    assert listed == set(KNOWN_NAMES)
+    bpref = next(r for r in doc["families"] if r["family"] == "Bpref")
+    assert {n["name"] for n in bpref["names"]["trec_eval"]} == {"bpref", "gm_bpref"}
+    rbp = next(r for r in doc["families"] if r["family"] == "RBP")
+    assert rbp["parameters"] == {"p": None}
+    table = CliRunner().invoke(main, ["measures"])
+    assert table.exit_code == 0 and "Bpref" in table.output and "infAP" in table.output
+    help_text = CliRunner().invoke(main, ["eval", "--help"]).output
+    assert "conformance measures" in help_text

@@ -28,6 +28,8 @@ measure the entry supports (one cutoff drawn per case)::
 
     CONFORMANCE_FUZZ=10000 python -m pytest -s tests/test_differential.py -k test_fuzz_entry
 
+(``CONFORMANCE_FUZZ_FAMILIES=Bpref,ERR`` limits the long fuzz to those families.)
+
 A library that is not installed FAILS its tests, unless named (library or entry name, comma
 separated) in ``CONFORMANCE_ALLOW_MISSING``, e.g. ``CONFORMANCE_ALLOW_MISSING=torchmetrics``; then
 its tests are reported as skipped, never as passed.
@@ -61,13 +63,45 @@ SLOW = {"lightgbm": 3}
 CLEAN_EXAMPLES = max(1, EXAMPLES - EXAMPLES // 3)
 UNUSUAL_EXAMPLES = max(1, EXAMPLES // 3)
 
-# (family, takes a cutoff): the measures every entry is asked about.
+# (family, takes a cutoff, parameters, axes the name fixes): the measures every entry is asked
+# about. The parameters are the ones the libraries' names use most (RBP: ir_measures' 0.8,
+# trec_eval's 0.9; the C/W/L gains over labels 0..4) and a second value where the formula has
+# an edge (a recall level between trec_eval's two roundings, a multiple of R above 1).
+_CWL4 = (("min_rel", 0), ("max_rel", 4))
 FAMILIES = [
     ("nDCG", True), ("nDCG", False), ("DCG", True), ("DCG", False),
     ("AP", False), ("AP", True), ("RR", False), ("RR", True), ("GranularRR", False),
     ("GranularRR", True),
     ("P", True), ("R", True), ("R", False), ("Success", True), ("Rprec", False), ("F1", True),
+    ("P", False), ("F1", False), ("F1", False, (("beta", 0.5),)), ("SetAP", False),
+    ("RelP", True), ("RelP", False), ("Hits", True), ("Hits", False),
+    ("AP", False, (), (("mean", "geometric"),)), ("Bpref", False),
+    ("Bpref", False, (), (("mean", "geometric"),)), ("infAP", False),
+    ("Judged", True), ("Judged", False), ("Unjudged", True),
+    ("IPrec", False, (("recall", 0.3),)), ("IPrec", False, (("recall", 0.5),)), ("IPrecAvg", False),
+    ("RprecMult", False, (("multiple", 0.6),)), ("RprecMult", False, (("multiple", 1.4),)),
+    ("Utility", False), ("binG", False), ("G", False), ("nDCGRel", False), ("RnDCG", False),
+    ("NumNonRelJudgedRet", False), ("ERR", True),
+    ("RBP", False, (("p", 0.8),)), ("RBP", False, (("p", 0.9),)), ("RBPResid", False, (("p", 0.9),)),
+    ("SDCG", True, _CWL4), ("NERR8", True, _CWL4), ("NERR9", True, _CWL4),
+    ("NERR10", False, (("p", 0.9),) + _CWL4), ("NERR11", False, (("T", 1.0),) + _CWL4),
+    ("INST", False, (("T", 1.0),) + _CWL4), ("INSQ", False, (("T", 1.0),) + _CWL4),
+    ("BPM", True, (("T", 1.0),) + _CWL4),
+    ("FallOut", True), ("FallOut", False), ("AUROC", False), ("AUROC", True),
+    ("RecallAtPrecision", True, (("min_precision", 0.5),)), ("RecallAtPrecision", False),
 ]
+FAMILIES = [f + ((), ())[: 4 - len(f)] for f in FAMILIES]
+# gdeval reads numeric query ids only: its groups draw those
+NUMERIC_QIDS = {"ERR"}
+
+
+def measure_of(family: str, k: int | None, params: tuple, overrides: tuple) -> Measure:
+    return Measure(family, k, overrides, params=params)
+
+
+def _label(family: str, with_cutoff: bool, params: tuple, overrides: tuple) -> str:
+    text = ",".join(f"{a}={v}" for a, v in params + overrides)
+    return family + (f"({text})" if text else "") + ("@k" if with_cutoff else "")
 # Cutoffs: small ones, ones beyond every generated list (<= 15 documents), and 32 (XGBoost's
 # plain ndcg is nDCG@32 and supports nothing else).
 CUTOFFS = (1, 3, 5, 10, 20, 32)
@@ -76,20 +110,21 @@ ENTRIES = all_entries()
 
 
 def _groups() -> list:
-    params = []
+    out = []
     for e in ENTRIES:
-        for family, with_cutoff in FAMILIES:
+        for family, with_cutoff, params, overrides in FAMILIES:
             if with_cutoff:
-                ks = tuple(k for k in CUTOFFS if e.supports(Measure(family, k)))
+                ks = tuple(k for k in CUTOFFS if e.supports(measure_of(family, k, params, overrides)))
                 if not ks:
                     continue
             else:
-                if not e.supports(Measure(family)):
+                if not e.supports(measure_of(family, None, params, overrides)):
                     continue
                 ks = (None,)
-            label = f"{family}@k" if with_cutoff else family
-            params.append(pytest.param(e, family, ks, id=f"{e.name}-{label}"))
-    return params
+            spec = (family, params, overrides)
+            out.append(pytest.param(e, spec, ks,
+                                    id=f"{e.name}-{_label(family, with_cutoff, params, overrides)}"))
+    return out
 
 
 GROUPS = _groups()
@@ -173,15 +208,17 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
                     problems.append(f"{q}: library {v!r}, but the reference leaves it out")
                 continue
             lo, hi = lo_all[q], hi_all[q]
-            ok = _within(v, lo, hi, e.tolerance) if unspecified else _close(v, lo, e.tolerance)
+            tol = e.tolerance_for(m)
+            ok = _within(v, lo, hi, tol) if unspecified else _close(v, lo, tol)
             if not ok:
                 want = f"[{lo!r}, {hi!r}]" if unspecified else repr(lo)
                 problems.append(f"{q}: library {v!r}, reference {want} (diff {v - lo:.3g})")
         if lib.mean is not None:
             agg_lo = ref.aggregate(m)
             agg_hi = ref.aggregate(m, upper=True)
-            ok = (_within(lib.mean, agg_lo, agg_hi, e.tolerance) if unspecified
-                  else _close(lib.mean, agg_lo, e.tolerance))
+            tol = e.tolerance_for(m)
+            ok = (_within(lib.mean, agg_lo, agg_hi, tol) if unspecified
+                  else _close(lib.mean, agg_lo, tol))
             if not ok:
                 problems.append(f"mean: library {lib.mean!r}, reference aggregate {agg_lo!r}"
                                 + (f"..{agg_hi!r}" if unspecified else ""))
@@ -221,11 +258,15 @@ def _examples(e: Entry, n: int) -> int:
     return max(1, n // SLOW.get(e.library, 1))
 
 
-def _check(e: Entry, family: str, ks: tuple, examples: int, **case_options) -> None:
+def _check(e: Entry, spec: tuple, ks: tuple, examples: int, **case_options) -> None:
+    family, params, overrides = spec
+    if family in NUMERIC_QIDS:
+        case_options["numeric_qids"] = True
+
     @_settings(_examples(e, examples))
     @given(k=st.sampled_from(ks), case=cases(**case_options))
     def check(k, case: Case) -> None:
-        m = Measure(family, k)
+        m = measure_of(family, k, params, overrides)
         note(case.dump())
         problem = compare(e, m, case)
         if problem is not None:
@@ -234,37 +275,42 @@ def _check(e: Entry, family: str, ks: tuple, examples: int, **case_options) -> N
     check()
 
 
-@pytest.mark.parametrize("e,family,ks", GROUPS)
-def test_clean_labels(e: Entry, family: str, ks: tuple) -> None:
+@pytest.mark.parametrize("e,spec,ks", GROUPS)
+def test_clean_labels(e: Entry, spec: tuple, ks: tuple) -> None:
     _require_available(e)
-    _check(e, family, ks, CLEAN_EXAMPLES)
+    _check(e, spec, ks, CLEAN_EXAMPLES)
 
 
-@pytest.mark.parametrize("e,family,ks", GROUPS)
-def test_negative_or_fractional_labels(e: Entry, family: str, ks: tuple) -> None:
+@pytest.mark.parametrize("e,spec,ks", GROUPS)
+def test_negative_or_fractional_labels(e: Entry, spec: tuple, ks: tuple) -> None:
     _require_available(e)
-    _check(e, family, ks, UNUSUAL_EXAMPLES, negative=True, fractional=True, require_unusual=True)
+    _check(e, spec, ks, UNUSUAL_EXAMPLES, negative=True, fractional=True, require_unusual=True)
 
 
-@pytest.mark.parametrize("e,family,ks", GROUPS)
-def test_duplicate_listings(e: Entry, family: str, ks: tuple) -> None:
+@pytest.mark.parametrize("e,spec,ks", GROUPS)
+def test_duplicate_listings(e: Entry, spec: tuple, ks: tuple) -> None:
     """Runs that may list a document twice for one query (a RAG retriever's chunks): the entry
     keeps, collapses or refuses them as its profile's ``duplicates`` says."""
     _require_available(e)
-    _check(e, family, ks, UNUSUAL_EXAMPLES, duplicates=True)
+    _check(e, spec, ks, UNUSUAL_EXAMPLES, duplicates=True)
 
 
 # The long fuzz: CONFORMANCE_FUZZ=N runs N generated cases per entry, each case checked on every
 # measure the entry supports (one cutoff drawn per case), a third on clean labels, a third with a
-# negative or fractional label, a third with documents listed twice. Unset or 0: skipped (reported as skipped, not as passed).
+# negative or fractional label, a third with documents listed twice; half of them with numeric
+# query ids. Unset or 0: skipped (reported as skipped, not as passed).
 FUZZ = int(os.environ.get("CONFORMANCE_FUZZ", "0") or 0)
+# CONFORMANCE_FUZZ_FAMILIES=Bpref,ERR,...: the long fuzz asks about these families only
+FUZZ_FAMILIES = set(filter(None, os.environ.get("CONFORMANCE_FUZZ_FAMILIES", "").split(",")))
 
 
 def _fuzz_measures(e: Entry, k: int) -> list[Measure]:
     out = []
-    for family, with_cutoff in FAMILIES:
-        m = Measure(family, k) if with_cutoff else Measure(family)
-        if e.supports(m):
+    for family, with_cutoff, params, overrides in FAMILIES:
+        if FUZZ_FAMILIES and family not in FUZZ_FAMILIES:
+            continue
+        m = measure_of(family, k if with_cutoff else None, params, overrides)
+        if e.supports(m) and m not in out:
             out.append(m)
     return out
 
@@ -278,10 +324,13 @@ def test_fuzz_entry(e: Entry) -> None:
 
     @settings(max_examples=FUZZ, deadline=None, database=None, print_blob=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(k=st.sampled_from(ks),
-           case=st.one_of(cases(), cases(negative=True, fractional=True, require_unusual=True),
-                          cases(duplicates=True)))
-    def check(k: int, case: Case) -> None:
+    @given(k=st.sampled_from(ks), numeric=st.booleans(), data=st.data())
+    def check(k: int, numeric: bool, data) -> None:
+        # half the cases with numeric query ids (gdeval reads no other)
+        case = data.draw(st.one_of(
+            cases(numeric_qids=numeric),
+            cases(negative=True, fractional=True, require_unusual=True, numeric_qids=numeric),
+            cases(duplicates=True, numeric_qids=numeric)))
         note(case.dump())
         counts["cases"] += 1
         if counts["cases"] % 500 == 0:  # progress of a long run, read from its log
@@ -292,6 +341,8 @@ def test_fuzz_entry(e: Entry) -> None:
         prep = Prepared(qrels, run)
         for m in measures:
             counts["comparisons"] += 1
+            fam = counts.setdefault("by_family", {})
+            fam[m.family] = fam.get(m.family, 0) + 1
             problem = compare(e, m, case, libs[m], prep)
             if problem is not None:
                 if not counts.get("failed"):  # shrinking a long run can take many minutes
@@ -303,7 +354,8 @@ def test_fuzz_entry(e: Entry) -> None:
     try:
         check()
     finally:
-        print(f"\nFUZZ {e.name}: {counts['cases']} cases, {counts['comparisons']} comparisons")
+        print(f"\nFUZZ {e.name}: {counts['cases']} cases, {counts['comparisons']} comparisons; "
+              f"by family: {dict(sorted(counts.get('by_family', {}).items()))}")
 
 
 def test_groups_cover_every_available_entry() -> None:

@@ -183,3 +183,38 @@ def test_class_is_explained_from_a_faithful_member():
     assert c.unexplained[1] == {"between": ["liar", "B"],
                                 "reason": "liar does not match its own profile",
                                 "differing_axes": []}
+
+
+def test_an_err_disagreement_with_ir_measures_is_explained_by_its_axis():
+    """ir_measures' ERR@20 (gdeval, called live) against an ERR that normalises by the largest
+    grade of these qrels, 3, instead of gdeval's fixed 4 (Chapelle et al.'s g_max): the two
+    disagree and the only axis that explains it is err_max_grade, though the second side's
+    profile also differs on decoys ERR does not read (the relevance threshold, the gain).
+    By hand, query 1 (labels 3, 0, 1 ranked): gdeval (7/16)/1 + (1/16)/3 (9/16) = 0.449219,
+    over grade 3 (7/8)/1 + (1/8)/3 (1/8) = 0.880208."""
+    pytest.importorskip("ir_measures")
+    from conformance.data import Qrels, Run
+    from conformance.libs.ir_measures import IrMeasuresEntry
+    from conformance.measures import parse_measure
+
+    qrels = Qrels.from_records([("1", "a", 3.0), ("1", "b", 0.0), ("1", "c", 1.0),
+                                ("2", "x", 2.0), ("2", "y", 0.0)])
+    run = Run.from_records([("1", "a", 3.0), ("1", "b", 2.0), ("1", "c", 1.0),
+                            ("2", "y", 2.0), ("2", "x", 1.0)])
+    m = parse_measure("ERR@20")
+    entry = IrMeasuresEntry()
+    live = entry.evaluate(qrels, run, [m])[m]
+    assert live.error is None and live.provider == "gdeval"
+    assert live.per_query["1"] == pytest.approx(7 / 16 + (1 / 16) / 3 * (9 / 16), abs=5e-6)
+    prep = Prepared(qrels, run)
+    other_profile = entry.profile(m).replace(err_max_grade=3, relevance_threshold=2,
+                                             gain="exponential")
+    other = point_outputs(prep, m, other_profile)[0]
+    assert other.per_query["1"] == pytest.approx(7 / 8 + (1 / 8) / 3 * (1 / 8), abs=TOL)
+    c = compare("err", Reference(prep), m, {
+        "ir_measures": (entry.profile(m), entry.tolerance_for(m), live),
+        "other": (other_profile, TOL, other)})
+    assert c.unexplained == []
+    (e,) = c.explanations
+    assert e.axes == ["err_max_grade"]
+    assert e.switched == {"err_max_grade": ("4", "3")}

@@ -89,7 +89,12 @@ def test_relevant_document_not_retrieved_judged_ideal():
 ROUTED = ["nDCG", "nDCG@10", "nDCG(gain=exponential)@10", "nDCG(gain=exponential)",
           "nDCG(gain='0:0,1:1,2:3')@10", "AP", "AP@10", "AP(rel=2)", "RR", "RR@10", "RR(rel=2)@10",
           "P@5", "P(rel=2)@5", "R@5", "Success@5", "Rprec", "NumQ", "NumRet", "NumRel",
-          "NumRelRet", "NumRet(rel=2)"]
+          "NumRelRet", "NumRet(rel=2)",
+          "Bpref", "Bpref(rel=2)", "infAP", "IPrec@0.25", "SetP", "SetR", "SetF(beta=0.5)",
+          "SetAP", "SetRelP", "Judged@10", "Judged", "ERR@20", "RBP(p=0.8)", "RBP(p=0.5,rel=2)",
+          "SDCG(max_rel=3)@10", "NERR8(max_rel=3)@10", "NERR9(max_rel=3)@10",
+          "NERR10(max_rel=3)", "NERR11(max_rel=3)", "INST(max_rel=3)", "INSQ(max_rel=3)",
+          "BPM(max_rel=3)@10"]
 
 
 @pytest.mark.parametrize("name", ROUTED)
@@ -98,8 +103,10 @@ def test_declared_routing_is_the_live_routing(name):
     assert declared_provider(m) == live_provider(m) is not None
 
 
-@pytest.mark.parametrize("name", ["R", "Success", "DCG@5", "F1@5", "nDCG(relevance_threshold=2)@5",
-                                  "NumRel(rel=2)", "P(k_beyond_list=min_k_n)@5", "R(rel=2)@5"])
+@pytest.mark.parametrize("name", ["Success", "DCG@5", "F1@5", "nDCG(relevance_threshold=2)@5",
+                                  "NumRel(rel=2)", "P(k_beyond_list=min_k_n)@5", "R(rel=2)@5",
+                                  # no provider for ERR without a cutoff; a level of 3 decimals
+                                  "ERR", "IPrec@0.125", "RBPResid(p=0.8)", "FallOut@5"])
 def test_not_offered(name):
     m = parse_measure(name)
     assert not entry("ir_measures").supports(m)
@@ -158,19 +165,43 @@ def test_custom_gains_remap_the_labels():
     assert lv.error == "TypeError: Expected relevance to be integer."
 
 
+def _ir_measures_itself(text: str, qrels: list, run: list):
+    """ir_measures called directly, without the adapter (the facts behind its refusals)."""
+    import ir_measures
+
+    q, r = {}, {}
+    for qid, d, lab in qrels:
+        q.setdefault(qid, {})[d] = lab
+    for qid, d, s in run:
+        r.setdefault(qid, {})[d] = s
+    return list(ir_measures.iter_calc([ir_measures.parse_measure(text)], q, r))
+
+
 def test_gdeval_refuses_non_numeric_query_ids():
-    lv = run_entry("nDCG(gain=exponential)@5", *one_list(GRADED, SCORES_10_TO_1, qid="q1"))
-    assert lv.provider == "gdeval"
-    assert lv.error is not None and lv.error.startswith("CalledProcessError")
+    import subprocess
+
+    qrels, run = one_list(GRADED, SCORES_10_TO_1, qid="q1")
+    for name in ("nDCG(gain=exponential)@5", "ERR@5"):
+        lv = run_entry(name, qrels, run)
+        assert lv.provider == "gdeval"
+        assert lv.error == ("refused by the adapter: gdeval (the provider) dies on the query id "
+                            "'q1', which is not a number")
+    # the fact behind it, live: gdeval dies (exit status 25)
+    with pytest.raises(subprocess.CalledProcessError):
+        _ir_measures_itself("ERR@5", qrels, run)
 
 
 def test_gdeval_profile_facts():
     # ties by docno descending: qrels {1:0, 2:1} tied -> "2" first -> nDCG@1 = 1
     lv = run_entry("nDCG(gain=exponential)@1", [("7", "1", 0), ("7", "2", 1)], [("7", "1", 1.0), ("7", "2", 1.0)])
     assert lv.per_query == {"7": 1.0}
-    # a label above 4 (gdeval's MAX_JUDGMENT) is refused
+    # a label above 4 (gdeval's MAX_JUDGMENT): gdeval dies, the adapter refuses
+    import subprocess
+
     lv = run_entry("nDCG(gain=exponential)@1", [("7", "a", 5)], [("7", "a", 1.0)])
-    assert lv.error is not None and lv.error.startswith("CalledProcessError")
+    assert lv.error.startswith("refused by the adapter: gdeval (the provider) dies on a label above 4")
+    with pytest.raises(subprocess.CalledProcessError):
+        _ir_measures_itself("nDCG(dcg='exp-log2')@1", [("7", "a", 5)], [("7", "a", 1.0)])
     # negative labels leave the qrels; a topic with nothing above 0 is not printed: DEFAULT 0
     lv = run_entry("nDCG(gain=exponential)@2", [("7", "a", -1), ("7", "b", 2)], [("7", "a", 2.0), ("7", "b", 1.0)])
     assert lv.per_query == {"7": round(3 / L2_3 / 3, 5)}
@@ -241,3 +272,22 @@ def test_all_negative_query_refused_for_pytrec_eval_routes_only():
     assert out[Measure("nDCG")].error is not None and "'q1'" in out[Measure("nDCG")].error
     assert out[Measure("RR", 10)].provider == "msmarco"
     assert out[Measure("RR", 10)].error is None and out[Measure("RR", 10)].per_query["q2"] == 1.0
+
+
+def test_judged_facts():
+    """The judged provider: ties by doc id ascending, a negative label is judged, divided by
+    min(k, n). Live: labels {a: -1} on 3 retrieved (a, b, c, all tied): sorted a, b, c, so
+    Judged@1 = 1/1; Judged@5 over the 3 retrieved = 1/3."""
+    qrels = [("7", "a", -1), ("7", "z", 1)]
+    run = [("7", "c", 1.0), ("7", "b", 1.0), ("7", "a", 1.0)]
+    assert run_entry("Judged@1", qrels, run).per_query == {"7": 1.0}
+    assert run_entry("Judged@5", qrels, run).per_query == {"7": pytest.approx(1 / 3, abs=1e-12)}
+
+
+def test_cwl_rbp_reads_1000_ranks():
+    """cwl_eval normalises RBP's weights over 1000 ranks: RBP(p=0.999) of one relevant document
+    at rank 1 is (1 - p) / (1 - p^1000), not 1 - p (live)."""
+    lv = run_entry("RBP(p=0.999)", [("7", "a", 1)], [("7", "a", 1.0)])
+    assert lv.provider == "cwl_eval"
+    assert lv.per_query["7"] == pytest.approx(0.001 / (1 - 0.999 ** 1000), rel=1e-12)
+    assert lv.per_query["7"] != pytest.approx(0.001, rel=1e-6)

@@ -264,15 +264,65 @@ def test_set_relevance_level_subtracts_from_every_label():
 
 
 def test_hits_is_relevant_retrieved():
-    assert value("NumRelRet", [1, 0, 2, 1], [4.0, 3.0, 2.0]) == 2.0
+    # ranx's hits: the relevant documents retrieved, a count averaged over queries (Hits, not
+    # NumRelRet, which sums)
+    assert value("Hits", [1, 0, 2, 1], [4.0, 3.0, 2.0]) == 2.0
+    assert value("hits@1", [1, 0, 2, 1], [4.0, 3.0, 2.0]) == 1.0
+
+
+def test_bpref_reads_negative_labels_as_judged_non_relevant():
+    # qrels {a: 1, n: -1}, n ranked above a: n is a judged non-relevant document above a, so
+    # bpref = 1 - min(1, R=1) / min(R=1, N=1) = 0 (trec_eval, where -1 is unjudged, gives 1)
+    lv = run_entry("bpref", [("q", "a", 1), ("q", "n", -1)], [("q", "n", 2.0), ("q", "a", 1.0)])
+    assert lv.per_query == {"q": 0.0}
+
+
+def test_bpref_failures_are_refused_with_their_smallest_case():
+    lv = run_entry("bpref", [("q1", "a", 0), ("q2", "b", 1), ("q2", "c", 0)],
+                   [("q1", "a", 1.0), ("q2", "b", 0.5), ("q2", "c", 0.1)])
+    assert lv.error.startswith("refused by the adapter: query 'q1' has no relevant judged")
+    lv = run_entry("bpref", [("q1", "a", 1)], [("q1", "a", 1.0), ("q1", "b", 0.5)])
+    assert lv.error.startswith("refused by the adapter: query 'q1' has no judged non-relevant")
+
+
+def test_the_failures_behind_the_refusals_live():
+    """What the refusals rest on, called on ranx itself: with q1 (no relevant judgment) beside
+    it, q2's bpref is 0.0, alone 1.0; with no judged non-relevant document, NaN."""
+    import math
+    import warnings
+
+    import ranx
+
+    def bpref(qrels, run):
+        q, r = ranx.Qrels(), ranx.Run()
+        q.add_multi(list(qrels), [list(d) for d in qrels.values()], [list(d.values()) for d in qrels.values()])
+        r.add_multi(list(run), [list(d) for d in run.values()], [list(d.values()) for d in run.values()])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ranx.evaluate(q, r, ["bpref"], return_mean=False)
+        return dict(r.scores["bpref"])
+
+    both = bpref({"q1": {"a": 0}, "q2": {"b": 1, "c": 0}}, {"q1": {"a": 1.0}, "q2": {"b": 0.5, "c": 0.1}})
+    assert both["q2"] == 0.0
+    assert bpref({"q2": {"b": 1, "c": 0}}, {"q2": {"b": 0.5, "c": 0.1}})["q2"] == 1.0
+    assert math.isnan(bpref({"q1": {"a": 1}}, {"q1": {"a": 1.0, "b": 0.5}})["q1"])
+
+
+def test_rbp_gains_are_the_labels():
+    # labels 2, 1, 3 ranked in that order: rbp.8 = 0.2 (2 + 0.8 x 1 + 0.64 x 3) = 0.944
+    lv = run_entry("rbp.8", [("q", "a", 2), ("q", "b", 1), ("q", "c", 3)],
+                   [("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)])
+    assert lv.per_query["q"] == pytest.approx(0.2 * (2 + 0.8 * 1 + 0.64 * 3), abs=1e-12)
 
 
 def test_supports():
     e = entry("ranx")
     yes = ["nDCG", "nDCG@10", "ndcg_burges@10", "DCG", "dcg_burges@3", "AP", "map@10", "RR",
-           "mrr@10", "P@5", "F1@5", "R", "R@5", "Success", "hit_rate@5", "Rprec", "NumRelRet",
-           "precision@5-l2", "ndcg@10-l2"]
+           "mrr@10", "P@5", "F1@5", "R", "R@5", "Success", "hit_rate@5", "Rprec",
+           "precision@5-l2", "ndcg@10-l2", "precision", "f1", "hits@5", "hits", "bpref",
+           "rbp.95", "RBP(p=0.8)"]
     no = ["NumQ", "NumRel", "NumRet", "nDCG(gain='0:0,1:1,2:3')@5", "P(k_beyond_list=min_k_n)@5",
-          "T(alpha=0.5)@5", "nDCG(discount=jarvelin)@5"]
+          "T(alpha=0.5)@5", "nDCG(discount=jarvelin)@5", "NumRelRet", "SetF(beta=0.5)",
+          "RBP(p=1e-05)", "infAP", "ERR@10"]
     assert [n for n in yes if not e.supports(parse_measure(n))] == []
     assert [n for n in no if e.supports(parse_measure(n))] == []

@@ -22,8 +22,8 @@ from conformance.measures import FAMILIES, KNOWN_NAMES, Measure, MeasureError, p
 EXP = (("gain", "exponential"),)
 
 
-def M(family, cutoff=None, overrides=(), alpha=None):
-    return Measure(family, cutoff, tuple(overrides), alpha)
+def M(family, cutoff=None, overrides=(), alpha=None, params=()):
+    return Measure(family, cutoff, tuple(overrides), alpha, params=tuple(params))
 
 
 # --- the three syntaxes -------------------------------------------------------------------
@@ -112,6 +112,14 @@ RANX_NAMES = [
     ("hit_rate", M("Success")),
     ("f1@5", M("F1", 5)),
     ("r-precision", M("Rprec")),
+    # the bare names are over the whole list: k = n (ranx's fix_k), the set measures
+    ("precision", M("P")),
+    ("f1", M("F1")),
+    ("hits@3", M("Hits", 3)),
+    ("hits", M("Hits")),
+    ("bpref", M("Bpref")),
+    ("rbp.95", M("RBP", params=[("p", 0.95)])),
+    ("rbp.8-l2", M("RBP", None, [("relevance_threshold", 2)], params=[("p", 0.8)])),
     ("dcg@10", M("DCG", 10)),
     ("dcg_burges@10", M("DCG", 10, EXP)),
     # -lN: the threshold for every measure, and for DCG/nDCG also the gains (see test below)
@@ -180,8 +188,7 @@ def test_ranx_level_suffix_filters_ndcg_gains_and_hits_is_a_count():
     assert got["ndcg@3-l2"] == pytest.approx(graded, abs=1e-12)
     assert got["ndcg@3"] == pytest.approx(binary, abs=1e-12)
     assert got["hits@3"] == 3.0  # three relevant documents in the top 3: a count
-    with pytest.raises(MeasureError, match="count"):
-        parse_measure("hits@3")
+    assert parse_measure("hits@3").family == "Hits" and not FAMILIES["Hits"].bounded
 
 
 # --- ir_measures' own parsers agree with ours ---------------------------------------------
@@ -317,8 +324,18 @@ def test_parse_measure_refuses_an_item_naming_several():
         ("T(alpha=1.5)@10", "alpha must be a number from 0 to 1"),
         ("T(alpha=x)@10", "alpha must be a number from 0 to 1"),
         ("AP(alpha=0.5)", "alpha= is T's parameter"),
-        ("precision", "no equivalent"),
-        ("f1", "no equivalent"),
+        ("RBP(p=1)", "p must be a number in (0.0, 1.0), got 1.0"),
+        ("IPrec", "IPrec needs recall"),
+        ("IPrec@1.5", "recall must be a number in [0.0, 1.0]"),
+        ("iprec_at_recall", "default recalls 0,0.1"),
+        ("Rprec_mult", "default multiples 0.2,0.4"),
+        ("utility.1,2", "coefficients takes 4 numbers"),
+        ("SDCG@10", "SDCG needs max_rel"),
+        ("rbp.x=1", "expected rbp.NAME=VALUE"),
+        ("rbp.9x", "ranx reads rbp.DIGITS"),
+        ("SetP(relative=maybe)", "relative must be True or False"),
+        ("ERR(dcg='exp-log2')@10", "dcg= applies to nDCG and DCG only"),
+        ("SDCG(dcg='exp-log2',max_rel=2)@10", "SDCG takes dcg='log2' only"),
         ("recall", "ambiguous"),
         ("ndcg_cut", "default cutoffs 5,10,15,20,30,100,200,500,1000"),
         ("map_cut", "default cutoffs"),
@@ -368,23 +385,26 @@ def test_unknown_name_lists_the_closest_known_names():
         parse_measure("nDGC@10")
     msg = str(info.value)
     assert "unknown measure 'nDGC@10'" in msg
-    assert "did you mean nDCG, NDCG, ndcg?" in msg
+    assert "did you mean nDCG, NDCG, ndcg" in msg
     assert "known names: nDCG" in msg
     with pytest.raises(MeasureError, match="did you mean Precision, precision"):
         parse_measure("precison@5")
 
 
-@pytest.mark.parametrize("text", ["Judged@10", "bpref", "infAP", "ERR@20", "gm_map", "SetP", "rbp.95"])
-def test_library_measures_we_do_not_compute_say_so(text):
+@pytest.mark.parametrize("text,why", [
+    ("alpha_nDCG@10", "diversity measure"), ("Compat", "not computed by conformance"),
+    ("P_avgjg", "judgment-group file"), ("relstring", "not a measure"), ("runid", "not a measure")])
+def test_library_measures_we_do_not_compute_say_so(text, why):
     with pytest.raises(MeasureError) as info:
         parse_measure(text)
-    assert "not computed by conformance" in str(info.value)
+    assert why in str(info.value)
     assert "known names:" in str(info.value)
 
 
 def test_every_known_name_reads():
     """No entry of the name table is dead: each reads in at least one form."""
-    forms = ["{}", "{}@10", "{}_10", "{}(alpha=0.5)@10"]
+    forms = ["{}", "{}@10", "{}_10", "{}(alpha=0.5)@10", "{}_0.5", "{}(max_rel=2)@10",
+             "{}(max_rel=2)", "{}@0.5", "{}(p=0.5)", "{}(multiple=2)"]
     for name in KNOWN_NAMES:
         read = []
         for form in forms:
@@ -430,7 +450,25 @@ def measures(draw):
         sorted(((a, draw(st.sampled_from(_AXIS_VALUES[a]))) for a in axes), key=lambda kv: order.index(kv[0]))
     )
     alpha = draw(st.floats(min_value=0, max_value=1)) if family == "T" else None
-    return Measure(family, cutoff, overrides, alpha)
+    params = []
+    for p in FAMILIES[family].parameters:
+        if p.name == "alpha" or (p.default is not None and draw(st.booleans())):
+            continue
+        if p.kind == "integer":
+            params.append((p.name, draw(st.integers(int(max(p.low, 1)), 5))))
+        elif p.kind == "numbers":
+            n = p.length or draw(st.integers(1, 4))
+            params.append((p.name, tuple(draw(st.lists(
+                st.floats(0, 1), min_size=n, max_size=n, unique=p.length is None)))))
+        else:
+            low = max(p.low, 0.0)
+            high = min(p.high, 10.0)
+            params.append((p.name, draw(st.floats(low, high, exclude_min=p.open_low,
+                                                   exclude_max=p.open_high))))
+    if family in ("SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "BPM"):
+        params = [(k, v) for k, v in params if k != "min_rel"] + [("min_rel", 0)]
+        params = [(k, (3 if k == "max_rel" else v)) for k, v in params]
+    return Measure(family, cutoff, overrides, alpha, params=tuple(params))
 
 
 @given(measures())

@@ -144,7 +144,13 @@ def test_interval_ends_are_exact_and_closed():
 SWEEP_MEASURES = parse_measures(
     "nDCG@3,nDCG,DCG@5,P@5,R@10,R,F1@4,Success@2,RR,RR@3,AP,AP@5,Rprec,NumQ,NumRet,NumRel,"
     "NumRelRet,T(alpha=0.3)@5,Fe@3,P(rel=2)@3,ndcg_burges@4,nDCG(ties=unspecified)@4,"
-    "nDCG(empty_query=one)@2"
+    "nDCG(empty_query=one)@2,"
+    # the families beyond the classic ones, each read from its record by the sweep
+    "SetP,SetF(beta=0.5),SetAP,RelP@3,Hits@2,gm_map,Bpref,infAP,Judged@3,Unjudged@3,IPrec@0.3,"
+    "IPrecAvg,RprecMult(multiple=1.4),Utility,binG,G,nDCGRel,RnDCG,NumNonRelJudgedRet,ERR@3,"
+    "RBP(p=0.8),RBPResid(p=0.9),SDCG(max_rel=4)@3,NERR8(max_rel=4)@3,"
+    "INSQ(max_rel=4,weights_horizon=50),BPM(max_rel=4)@3,FallOut@3,AUROC,AUROC@3,"
+    "RecallAtPrecision(min_precision=0.5)@3"
 )
 
 
@@ -234,10 +240,18 @@ AXIS_VALUES = {
     "discount": ("log2", "jarvelin", "log:10"),
     "relevance_threshold": (1, 2, 3),
     "depth": (None, 2, 5),
+    "mean": ("arithmetic", "geometric"),
+    "err_max_grade": (4, 5),
+    "weights_horizon": (None, 3, 1000),
 }
 READ_MEASURES = parse_measures(
     "nDCG@3,nDCG,DCG@3,DCG,P@3,R@3,R,F1@3,Success@2,Success,RR,RR@2,AP,AP@3,Rprec,"
-    "T(alpha=0.5)@3,Fe@2,NumQ,NumRet,NumRel,NumRelRet"
+    "T(alpha=0.5)@3,Fe@2,NumQ,NumRet,NumRel,NumRelRet,"
+    "SetP,SetF,SetAP,RelP@3,Hits@2,Bpref,infAP,Judged@3,Unjudged@3,IPrec@0.3,IPrecAvg,"
+    "RprecMult(multiple=1.4),Utility,binG,G,nDCGRel,RnDCG,NumNonRelJudgedRet,ERR@3,RBP(p=0.8),"
+    "RBPResid(p=0.9),SDCG(max_rel=4)@3,NERR8(max_rel=4)@3,NERR9(max_rel=4)@3,"
+    "NERR10(max_rel=4),NERR11(max_rel=4),INST(max_rel=4),INSQ(max_rel=4),BPM(max_rel=4)@3,"
+    "FallOut@3,AUROC,RecallAtPrecision(min_precision=0.5)@3"
 )
 
 
@@ -276,7 +290,11 @@ def test_the_sweep_reads_every_swept_axis_of_a_family():
     from conformance.measures import FAMILIES, Measure
 
     for f in FAMILIES.values():
-        m = Measure(f.name, 5 if f.takes_cutoff else None, (), 0.5 if "alpha" in f.parameters else None)
+        given = {"multiple": 0.5, "recall": 0.5, "p": 0.8, "max_rel": 2}
+        params = tuple((p.name, given[p.name]) for p in f.parameters
+                       if p.default is None and p.name != "alpha")
+        m = Measure(f.name, 5 if f.takes_cutoff else None, (),
+                    0.5 if f.parameter("alpha") is not None else None, params=params)
         assert reads(m) == {a for a in f.axes if a in SWEPT_VALUES or AXES[a].swept is None}
 
 
@@ -328,12 +346,15 @@ def hand_evidence():
 def test_exponential_gain_reproduces_and_trec_eval_does_not(hand_evidence):
     res = answer(hand_evidence, [parse_reported("nDCG@3=0.7967")])
     # exponential gain 0.7967076 (log2 discount; Jarvelin's gives 1.0); the threshold may be
-    # anything while labels keep their gains (binary scope), and only 1 when it drops them
+    # anything while labels keep their gains (binary scope), and only 1 when it drops them; one
+    # query is its own geometric mean
     assert res.consistent_conventions == [
         {"gain": "exponential", "discount": "log2", "ideal": "any", "empty_query": "any", "ties": "any",
-         "relevance_threshold": "any", "threshold_scope": "binary", "score_precision": "any"},
+         "relevance_threshold": "any", "threshold_scope": "binary", "score_precision": "any",
+         "mean": "any"},
         {"gain": "exponential", "discount": "log2", "ideal": "any", "empty_query": "any", "ties": "any",
-         "relevance_threshold": "1", "threshold_scope": "any", "score_precision": "any"},
+         "relevance_threshold": "1", "threshold_scope": "any", "score_precision": "any",
+         "mean": "any"},
     ]
     # LightGBM and XGBoost use 2^rel - 1; trec_eval and scikit-learn linear gain (0.8597187)
     assert res.consistent_libraries == ["lightgbm", "xgboost"]
@@ -426,12 +447,12 @@ def _write(tmp_path, name, text):
 
 def test_per_query_values_match_query_by_query(tmp_path):
     path = _write(tmp_path, "q.txt", "ndcg_cut_3\ta\t0.8597\nndcg_cut_3\tb\t0.6309\n"
-                                     "ndcg_cut_3\tall\t0.7453\nrunid\tall\tmine\nbpref\ta\t0.5000\n")
+                                     "ndcg_cut_3\tall\t0.7453\nrunid\tall\tmine\nP_avgjg_5\ta\t0.5000\n")
     pq = read_reported_per_query(path)
     assert [(r.metric, r.qid, r.printed) for r in pq.values] == [
         ("ndcg_cut_3", "a", "0.8597"), ("ndcg_cut_3", "b", "0.6309"), ("ndcg_cut_3", None, "0.7453")]
     assert pq.ignored == {"runid line": 1, "measure conformance does not compute": 1}
-    assert pq.unknown_measures == ["bpref"]
+    assert pq.unknown_measures == ["P_avgjg_5"]  # needs judgment groups (trec_eval -R qrels_jg)
     res = check_paper(Qrels.from_records(PQ_QRELS), Run.from_records(PQ_RUN), [], per_query_file=pq,
                       entries=entries_named("trec_eval", "lightgbm"))
     # query a decides: linear gain (0.8597) not exponential (0.7967)
@@ -456,7 +477,7 @@ def test_a_per_query_value_nothing_gives(tmp_path):
     ("ndcg_cut_3 a\n", "expected 3 fields"),
     ("ndcg_cut_3 a x\n", "not a number"),
     ("ndcg_cut_3 a 0.5\nndcg_cut_3 a 0.6\n", "given twice"),
-    ("bpref a 0.5\n", "no value of a measure"),
+    ("P_avgjg_5 a 0.5\n", "no value of a measure"),
     (b"ndcg_cut_3 a 0.5\nndcg_cut_3 b 0.5\xff\n", r"q.txt:2: not UTF-8"),
 ])
 def test_bad_per_query_files(tmp_path, text, message):

@@ -34,8 +34,8 @@ TOL = 1e-12
 RAISES = "raises"
 
 
-def M(family, cutoff=None, alpha=None, **overrides):
-    return Measure(family, cutoff, tuple(overrides.items()), alpha)
+def M(family, cutoff=None, alpha=None, params=(), **overrides):
+    return Measure(family, cutoff, tuple(overrides.items()), alpha, params=tuple(params))
 
 
 def evaluate_rows(qrels_rows, run_rows, measures, conventions=Conventions()):
@@ -297,6 +297,74 @@ CASES: dict[str, AxisCase] = {
             "keep": [1 / 1, 3],  # both listings are documents: a at ranks 1 and 3
         },
     ),
+    # AP: q1 1 (a first), q2 1/2 (c below b), q3 0 (its relevant d never retrieved)
+    "mean": AxisCase(
+        qrels=[("q1", "a", 1), ("q2", "b", 0), ("q2", "c", 1), ("q3", "d", 1), ("q3", "e", 0)],
+        run=[("q1", "a", 1.0), ("q2", "b", 2.0), ("q2", "c", 1.0), ("q3", "e", 1.0)],
+        measures=[M("AP")],
+        expected={
+            "arithmetic": [(1 + 1 / 2 + 0) / 3],
+            "geometric": [(1 * (1 / 2) * 0.00001) ** (1 / 3)],  # 0 raised to trec_eval's floor
+            "geometric:0.01": [(1 * (1 / 2) * 0.01) ** (1 / 3)],
+            "geometric:0.1": [(1 * (1 / 2) * 0.1) ** (1 / 3)],
+        },
+    ),
+    # ranks n1 (0), r1 (1), r2 (1); r3 (1) and n2 (0) judged, not retrieved: R = 3, N = 2;
+    # r1 and r2 each have n1 above
+    "bpref_denominator": AxisCase(
+        qrels=[("q", "n1", 0), ("q", "r1", 1), ("q", "r2", 1), ("q", "r3", 1), ("q", "n2", 0)],
+        run=[("q", "n1", 3.0), ("q", "r1", 2.0), ("q", "r2", 1.0)],
+        measures=[M("Bpref")],
+        expected={
+            "min_r_n": [((1 - 1 / 2) + (1 - 1 / 2)) / 3],  # D = min(3, 2)
+            "r": [((1 - 1 / 3) + (1 - 1 / 3)) / 3],  # D = R = 3
+        },
+    ),
+    # ranks r (1), n (0), r (1); R = 4: level 0.3 asks for round(1.2) = 1 or floor(2.1) = 2
+    # relevant documents; precision at them 1 and 2/3
+    "iprec_rank": AxisCase(
+        qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 1), ("q", "d", 1), ("q", "e", 1)],
+        run=[("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)],
+        measures=[M("IPrec", params=[("recall", 0.3)])],
+        expected={"round": [max(1 / 1, 2 / 3)], "floor_plus_0.9": [2 / 3]},
+    ),
+    # ranks a (2), b (0): ERR = (2^2 - 1) / 2^g_max; a label above g_max is refused
+    "err_max_grade": AxisCase(
+        qrels=[("q", "a", 2), ("q", "b", 0)],
+        run=[("q", "a", 2.0), ("q", "b", 1.0)],
+        measures=[M("ERR")],
+        expected={4: [3 / 16], 3: [3 / 8], 2: [3 / 4], 1: RAISES},
+    ),
+    # ranks a (2), b (0), c (1), p = 0.5: 0.5 (g_1 + 0.5 g_2 + 0.25 g_3)
+    "rbp_gain": AxisCase(
+        qrels=[("q", "a", 2), ("q", "b", 0), ("q", "c", 1)],
+        run=[("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)],
+        measures=[M("RBP", params=[("p", 0.5)])],
+        expected={
+            "binary": [0.5 * (1 + 0 + 0.25 * 1)],
+            "label": [0.5 * (2 + 0 + 0.25 * 1)],
+            "label_over_max": [0.5 * (2 / 2 + 0 + 0.25 * 1 / 2)],  # the largest label is 2
+        },
+    ),
+    # the same, binary gains 1, 0, 1; over N ranks the weights 0.5 0.5^(i-1) / (1 - 0.5^N)
+    "weights_horizon": AxisCase(
+        qrels=[("q", "a", 2), ("q", "b", 0), ("q", "c", 1)],
+        run=[("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)],
+        measures=[M("RBP", params=[("p", 0.5)])],
+        expected={
+            None: [0.5 * (1 + 0.25)],
+            2: [0.5 * 1 / (1 - 0.5 ** 2)],  # rank 3 is past the horizon
+            3: [0.5 * (1 + 0.25) / (1 - 0.5 ** 3)],
+            1000: [0.5 * (1 + 0.25) / (1 - 0.5 ** 1000)],
+        },
+    ),
+    # ranks a (1), b (0), every document judged: the residual is the tail 0.5^2, or nothing
+    "residual_tail": AxisCase(
+        qrels=[("q", "a", 1), ("q", "b", 0)],
+        run=[("q", "a", 2.0), ("q", "b", 1.0)],
+        measures=[M("RBPResid", params=[("p", 0.5)])],
+        expected={"unjudged_only": [0.0], "always": [0.5 ** 2]},
+    ),
     # run lists q (3.0, relevant, the query's own id), b (2.0, 0), a (1.0, relevant); R = 2
     "identical_ids": AxisCase(
         qrels=[("q", "q", 1), ("q", "a", 1), ("q", "b", 0)],
@@ -384,7 +452,8 @@ def test_each_value_is_also_accepted_by_measure_overrides():
         for value, expected in case.expected.items():
             if expected == RAISES:
                 continue
-            measures = [Measure(m.family, m.cutoff, m.overrides + ((axis, value),), m.alpha)
+            measures = [Measure(m.family, m.cutoff, m.overrides + ((axis, value),), m.alpha,
+                                params=m.params)
                         for m in case.measures]
             ev = evaluate_rows(case.qrels, case.run, measures, Conventions().replace(**case.base))
             for m, want in zip(measures, expected):

@@ -46,8 +46,21 @@ IDCG3_Q1 = 3 + 2 / log2(3) + 1 / log2(4)
 DCG_Q1 = 1 / log2(2) + 0 + 2 / log2(4) + 0 + 1 / log2(6)
 
 
-def M(family, cutoff=None, alpha=None, **overrides):
-    return Measure(family, cutoff, tuple(overrides.items()), alpha)
+def M(family, cutoff=None, alpha=None, params=(), **overrides):
+    return Measure(family, cutoff, tuple(overrides.items()), alpha, params=tuple(params))
+
+
+EPS = 0.00001  # trec_eval's INFAP_EPSILON
+# q1's positive ideal gains 3, 2, 1, 1: the ideal DCG down to each rank
+I1, I2 = 3, 3 + 2 / log2(3)
+I3, I4 = I2 + 1 / log2(4), I2 + 1 / log2(4) + 1 / log2(5)
+DCG5_Q1 = 1 + 2 / log2(4) + 1 / log2(6)  # q1's DCG of its whole list (d1 1, d3 2, d5 1)
+# C/W/L gains with max_rel=2: label / 2 (q1: d1 0.5, d2 0, d3 1, d4 0, d5 0.5; q2: e3 0.5)
+SDCG3 = 1 + 1 / log2(3) + 1 / log2(4)  # sum over i <= 3 of 1/log2(i + 1)
+INSQ4 = 1 + 4 / 9 + 1 / 4 + 4 / 25  # INSQ(T=1) continuation products over 4 ranks
+INST4_Q1 = 1 + 0.36 + 0.36 * 25 / 49 + 0.36 * (25 / 49) ** 2
+INST4_Q2 = 1 + 4 / 9 + 1 / 4 + 1 / 4 * 49 / 81
+CWL2 = (("min_rel", 0), ("max_rel", 2))
 
 
 # (measure, q1 value, q2 value), each by hand from the picture in the module docstring.
@@ -98,6 +111,97 @@ MAIN_EXPECTED = [
     (M("NumRet"), 5, 3),
     (M("NumRel"), 4, 1),
     (M("NumRelRet"), 3, 1),
+    # --- set measures: the whole list, n = 5 and 3 retrieved
+    (M("P"), 3 / 5, 1 / 3),
+    (M("F1"), 2 * 3 / (5 + 4), 2 * 1 / (3 + 1)),  # 2 x / (n + R)
+    (M("F1", params=[("beta", 0.5)]), 1.5 * 3 / (0.5 * 4 + 5), 1.5 * 1 / (0.5 * 1 + 3)),
+    (M("SetAP"), 3 ** 2 / (5 * 4), 1 ** 2 / (3 * 1)),
+    (M("RelP", 3), 2 / min(3, 4), 1 / min(3, 1)),
+    (M("RelP", 10), 3 / min(10, 4), 1 / min(10, 1)),
+    (M("RelP"), 3 / min(5, 4), 1 / min(3, 1)),
+    (M("Hits", 3), 2, 1),
+    (M("Hits"), 3, 1),
+    # P@c, c = floor(multiple R + 0.9): q1 c = 2 (d1 d2) and 8; q2 c = 1 (e1) and 2
+    (M("RprecMult", params=[("multiple", 0.5)]), 1 / 2, 0 / 1),
+    (M("RprecMult", params=[("multiple", 2.0)]), 3 / 8, 0 / 2),
+    # a x + b (n - x) + c (R - x) + d (N + x - n - R)
+    (M("Utility"), 3 - (5 - 3), 1 - (3 - 1)),
+    (M("Utility", params=[("coefficients", (2.0, -1.0, -0.5, 0.25)), ("collection_size", 100)]),
+     2 * 3 - 1 * 2 - 0.5 * 1 + 0.25 * (100 + 3 - 5 - 4), 2 * 1 - 1 * 2 - 0 + 0.25 * (100 + 1 - 3 - 1)),
+    (M("NumNonRelJudgedRet"), 1, 2),  # d2; e1, e2 (d4 is unjudged)
+    # bpref: q1 D = min(R, N) = min(4, 2); d1 has 0 judged non-relevant above, d3 and d5 one
+    # (d2; d4 is unjudged); q2: e3 has two above, D = min(1, 2)
+    (M("Bpref"), (1 + (1 - 1 / 2) + (1 - 1 / 2)) / 4, (1 - min(2, 1) / 1) / 1),
+    (M("Bpref", bpref_denominator="r"), (1 + (1 - 1 / 4) + (1 - 1 / 4)) / 4, 0.0),
+    # infAP: d1 at rank 1 scores 1; d3 (j = 2: 1 relevant, 1 non-relevant above); d5 (j = 4:
+    # 2 relevant, 1 non-relevant, d4 not in the pool); q2: e3 (j = 2: 2 non-relevant above)
+    (M("infAP"),
+     (1 + (1 / 3 + (2 / 3) * (2 / 2) * ((1 + EPS) / (2 + 2 * EPS)))
+      + (1 / 5 + (4 / 5) * (3 / 4) * ((2 + EPS) / (3 + 2 * EPS)))) / 4,
+     1 / 3 + (2 / 3) * (2 / 2) * (EPS / (2 + 2 * EPS))),
+    (M("Judged", 3), 3 / 3, 3 / 3),
+    (M("Judged", 5), 4 / 5, 3 / 5),  # k_beyond_list=k: q2's 3 documents over 5
+    (M("Judged"), 4 / 5, 3 / 3),
+    (M("Unjudged", 5), 1 / 5, 0 / 5),
+    (M("Unjudged", 10), 1 / 10, 0 / 10),
+    # IPrec@x: c = round(x R) relevant documents (0 read as 1); the highest P@i at or below the
+    # c-th: q1's relevant at ranks 1, 3, 5 (P 1, 2/3, 3/5); q2's at rank 3 (1/3)
+    (M("IPrec", params=[("recall", 0.5)]), max(2 / 3, 3 / 5), 1 / 3),  # c = 2; c = round(0.5) = 1
+    (M("IPrec", params=[("recall", 0.9)]), 0.0, 1 / 3),  # c = 4 > 3 retrieved; c = 1
+    (M("IPrec", params=[("recall", 0.0)]), 1.0, 1 / 3),
+    # q1 levels 0..1 ask for c = 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4 (round(4 x), 0 read as 1)
+    (M("IPrecAvg"), (4 * 1 + 3 * (2 / 3) + 2 * (3 / 5) + 2 * 0) / 11, 1 / 3),
+    # binG: 1/log2(2 + non-relevant above): d1 0, d3 1 (d2), d5 2 (d2, d4); e3 2
+    (M("binG"), (1 / log2(2) + 1 / log2(3) + 1 / log2(4)) / 4, 1 / log2(4)),
+    # G: costs C_i = 3, 5, 6, 7, 8 (max(ideal gain, 1)), gains so far S_i = 1, 1, 3, 3, 4;
+    # terms at d1, d3, d5 over the ideal's positive gains 3 + 2 + 1 + 1; q2: C_3 = 3, S_3 = 1
+    (M("G"), (1 / log2(2 + 3 - 1) + 2 / log2(2 + 6 - 3) + 1 / log2(2 + 8 - 4)) / 7,
+     1 / log2(2 + 3 - 1)),
+    # nDCGRel: d1, d3, d5 at DCG@i / IDCG@min(i, 4), one relevant unretrieved at DCG@5 / IDCG@4
+    (M("nDCGRel"), (1 / I1 + 2 / I3 + DCG5_Q1 / I4 + DCG5_Q1 / I4) / 4, (1 / log2(4)) / 1),
+    # RnDCG: q1's ideal gain changes below ranks 1 and 2 and falls to 0 below rank 4 (P);
+    # q2's falls below rank 1 and n = 3 >= P + 2 adds DCG@3 / IDCG@1
+    (M("RnDCG"), (1 / I1 + 1 / I2 + 2 / I4) / 3, (0 / 1 + (1 / log2(4)) / 1) / 2),
+    # ERR: R = (2^g - 1) / 16: q1 1/16, 0, 3/16, 0, 1/16; q2 0, 0, 1/16
+    (M("ERR", 3), 1 / 16 + (3 / 16) / 3 * (15 / 16), (1 / 16) / 3),
+    (M("ERR"), 1 / 16 + (3 / 16) / 3 * (15 / 16) + (1 / 16) / 5 * (15 / 16) * (13 / 16), (1 / 16) / 3),
+    # RBP(0.5) = 0.5 sum of g_i 0.5^(i - 1)
+    (M("RBP", params=[("p", 0.5)]), 0.5 * (1 + 0.25 + 0.0625), 0.5 * 0.25),
+    (M("RBP", params=[("p", 0.5)], rbp_gain="label"), 0.5 * (1 + 2 * 0.25 + 1 * 0.0625), 0.5 * 0.25),
+    (M("RBP", params=[("p", 0.5)], rbp_gain="label_over_max"),
+     0.5 * (1 / 3 + (2 / 3) * 0.25 + (1 / 3) * 0.0625), 0.5 * 0.25),  # q1's largest label 3
+    (M("RBP", params=[("p", 0.5)], weights_horizon=4), 0.5 * (1 + 0.25) / (1 - 0.5 ** 4),
+     0.5 * 0.25 / (1 - 0.5 ** 4)),
+    # residual: d4 unjudged at rank 4, plus 0.5^n past the list; q2 all judged: 0
+    (M("RBPResid", params=[("p", 0.5)]), 0.5 * 0.5 ** 3 + 0.5 ** 5, 0.0),
+    (M("RBPResid", params=[("p", 0.5)], residual_tail="always"), 0.5 * 0.5 ** 3 + 0.5 ** 5, 0.5 ** 3),
+    # C/W/L with gains label / 2
+    (M("SDCG", 3, params=CWL2), (0.5 / log2(2) + 0 + 1 / log2(4)) / SDCG3, (0.5 / log2(4)) / SDCG3),
+    # NERR8@3: C = 1 - g below rank 3: weights (1, 0.5, 0.5) / 2 and (1, 1, 1) / 3
+    (M("NERR8", 3, params=CWL2), (0.5 * 1 + 0 * 0.5 + 1 * 0.5) / 2, 0.5 / 3),
+    # NERR9@3: C_i = i / (i + 1) (1 - g_i): (1, 1/4, 1/6) and (1, 1/2, 1/3)
+    (M("NERR9", 3, params=CWL2), (0.5 + 1 / 6) / (1 + 1 / 4 + 1 / 6), (0.5 / 3) / (1 + 1 / 2 + 1 / 3)),
+    # NERR10(p=0.5) over 4 ranks: C = 0.5 (1 - g): weights (1, 1/4, 1/8, 0), (1, 1/2, 1/4, 1/16)
+    (M("NERR10", params=[("p", 0.5), *CWL2], weights_horizon=4), (0.5 + 1 / 8) / (1 + 1 / 4 + 1 / 8),
+     (0.5 / 4) / (1 + 1 / 2 + 1 / 4 + 1 / 16)),
+    # NERR11(T=1) over 4 ranks: C_i = ((i + 1) / (i + 2))^2 (1 - g_i)
+    (M("NERR11", params=[("T", 1.0), *CWL2], weights_horizon=4),
+     (0.5 + 1 / 8) / (1 + 2 / 9 + 1 / 8), (0.5 / 4) / (1 + 4 / 9 + 1 / 4 + 2 / 25)),
+    (M("INSQ", params=[("T", 1.0), *CWL2], weights_horizon=4), (0.5 + 1 / 4) / INSQ4, (0.5 / 4) / INSQ4),
+    # INST(T=1): C_i = ((i + T + T_i - 1) / (i + T + T_i))^2, T_i = 1 - the gain so far
+    (M("INST", params=[("T", 1.0), *CWL2], weights_horizon=4),
+     (0.5 + 1 * 0.36 * 25 / 49) / INST4_Q1, (0.5 / 4) / INST4_Q2),
+    # BPM(T=1)@3: go on while i < 3 and the gain so far is below 1: weights (1, 1, 1) / 3
+    (M("BPM", 3, params=[("T", 1.0), *CWL2]), (0.5 + 1) / 3, 0.5 / 3),
+    # fall-out: q1's non-relevant are d2, d7 (judged) and d4 (unjudged, retrieved)
+    (M("FallOut", 3), 1 / 3, 2 / 2),
+    (M("FallOut"), 2 / 3, 2 / 2),
+    # AUROC: (relevant, non-relevant) pairs with the relevant first: q1 3 of 3 x 2; q2 none
+    (M("AUROC"), 3 / 6, 0 / 2),
+    (M("AUROC", 3), 1 / 2, 0 / 2),  # q1's top 3: d1 > d2, d2 > d3
+    # the highest R@j with P@j >= 0.5: q1 at j = 3 (2/3, 1/2) or j = 5 (3/5, 3/4); q2 never
+    (M("RecallAtPrecision", 3, params=[("min_precision", 0.5)]), 2 / 4, 0.0),
+    (M("RecallAtPrecision", params=[("min_precision", 0.5)]), 3 / 4, 0.0),
 ]
 
 
@@ -135,8 +239,28 @@ def test_main_case_per_query(entry):
 def test_main_case_aggregate(entry):
     m, q1, q2 = entry
     ev = evaluate_rows(QRELS_MAIN, RUN_MAIN, [m])
+    if m.aggregate == "curve":
+        return  # test_recall_at_precision_aggregates_the_curves
     expected = q1 + q2 if m.family.startswith("Num") else (q1 + q2) / 2
     assert ev.aggregate(m) == pytest.approx(expected, abs=TOL)
+
+
+def test_recall_at_precision_aggregates_the_curves():
+    """torchmetrics' RetrievalRecallAtFixedPrecision: P@j and R@j averaged over the queries
+    first. j = 1..5 (the longest list): q1 P 1, 1/2, 2/3, 2/4, 3/5, R 1/4, 1/4, 2/4, 2/4, 3/4;
+    q2 (3 documents, then P@j = 1/j) P 0, 0, 1/3, 1/4, 1/5, R 0, 0, 1, 1, 1. Means: P 1/2, 1/4,
+    1/2, 3/8, 2/5; R 1/8, 1/8, 3/4, 3/4, 7/8. P >= 1/2 at j = 1 and 3: the highest R is 3/4
+    (the mean of the per-query values, (3/4 + 0) / 2, would be 3/8); at P >= 0.4 also j = 5,
+    7/8; with k_beyond_list=min_k_n q2's P past its end stays 1/3, so P@4 = (2/4 + 1/3) / 2 =
+    5/12 and P@5 = (3/5 + 1/3) / 2 = 7/15, both above 0.41."""
+    def agg(mp, **axes):
+        m = M("RecallAtPrecision", params=[("min_precision", mp)], **axes)
+        return evaluate_rows(QRELS_MAIN, RUN_MAIN, [m]).aggregate(m)
+
+    assert agg(0.5) == pytest.approx(3 / 4, abs=TOL)
+    assert agg(0.4) == pytest.approx(7 / 8, abs=TOL)
+    assert agg(0.9) == 0.0  # no mean P@j reaches 0.9 (the highest is (1 + 0) / 2)
+    assert agg(0.41, k_beyond_list="min_k_n") == pytest.approx(7 / 8, abs=TOL)  # 7/15 >= 0.41
 
 
 def test_all_measures_in_one_call_match_the_table():
@@ -374,8 +498,12 @@ def test_no_scored_query_gives_empty_per_query_arrays(family):
     # query_set=run nothing is scored; a mean is NaN (no query counts), a sum is 0
     qrels = [("q1", "a", 1)]
     run = [("q2", "b", 1.0)]
-    m = Measure(family, 2 if FAMILIES[family].needs_cutoff else None, (), 0.5 if family == "T" else None)
-    ev = evaluate_rows(qrels, run, [m])
+    params = [(p.name, {"multiple": 0.5, "recall": 0.5, "p": 0.8, "max_rel": 2}[p.name])
+              for p in FAMILIES[family].parameters if p.default is None and p.name != "alpha"]
+    m = Measure(family, 2 if FAMILIES[family].needs_cutoff else None, (),
+                0.5 if family == "T" else None, params=tuple(params))
+    axes = {"weights_horizon": 10} if family in ("NERR10", "NERR11", "INST", "INSQ") else {}
+    ev = evaluate_rows(qrels, run, [m], Conventions(**axes))
     assert ev.qids.tolist() == []
     assert ev.per_query[m].shape == (0,)
     assert ev.upper[m].shape == (0,)

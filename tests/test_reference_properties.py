@@ -108,14 +108,25 @@ def conventions_st(ties=st.sampled_from(ALL_TIES), empty=st.sampled_from(["zero"
         threshold_scope=st.sampled_from(["binary", "graded"]),
         depth=depth,
         rr_cutoff=st.sampled_from(["honour", "ignore"]),
+        bpref_denominator=st.sampled_from(["min_r_n", "r"]),
+        iprec_rank=st.sampled_from(["round", "floor_plus_0.9"]),
+        rbp_gain=st.sampled_from(["binary", "label", "label_over_max"]),
+        weights_horizon=st.sampled_from([None, 1000, 4]),
+        residual_tail=st.sampled_from(["unjudged_only", "always"]),
     )
     parts.update({k: v if isinstance(v, st.SearchStrategy) else st.just(v)
                   for k, v in fixed.items()})
     return st.builds(Conventions, **parts)
 
 
+# a value for each parameter without a default (every generated label is at most 4)
+PARAMS = {"multiple": 0.6, "recall": 0.5, "p": 0.8, "max_rel": 4}
+
+
 def measure(family, k=None, alpha=0.3):
-    return Measure(family, k, (), alpha if family == "T" else None)
+    params = tuple((p.name, PARAMS[p.name]) for p in FAMILIES[family].parameters
+                   if p.default is None and p.name != "alpha")
+    return Measure(family, k, (), alpha if family == "T" else None, params=params)
 
 
 def measures_for(family, ks=(1, 2, 3, 5, 8)):
@@ -131,36 +142,53 @@ def all_measures(ks=(1, 3, 5)):
 
 
 BINARY = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel"]
-NORMALISED = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "nDCG", "Fe"]
+# every family whose record says its values lie in [0, 1]
+NORMALISED = [f for f in FAMILIES if FAMILIES[f].bounded]
 
 
 REFUSING_TIES = ("average", "unspecified")
+# Families whose formulas (docstrings) refuse some tie groups, under both rules or under
+# ties=average only (no closed-form expectation), and the C/W/L measures that need a horizon.
+TIES_REFUSED = {f for f in FAMILIES if FAMILIES[f].ends == "none"} | {"AUROC", "FallOut"}
+AVERAGE_REFUSED = {"ERR", "IPrec", "IPrecAvg", "RecallAtPrecision", "SetAP", "Bpref", "binG", "FallOut",
+                   "Judged", "Unjudged", "RBP", "RBPResid", "SDCG", "INSQ"}
+NEED_HORIZON = {"NERR10", "NERR11", "INST", "INSQ"}
 
 
 def is_refusal(exc: EvaluationError, conv: Conventions) -> bool:
     """The documented refusal of ties=average / ties=unspecified: a cut splits a tied group
-    where the order inside the group moves a denominator (formulas.Context.require_*)."""
-    return conv.ties in REFUSING_TIES and f"ties={conv.ties}" in str(exc)
+    where the order inside the group moves a denominator (formulas.Context.require_*), or a
+    tied group a family cannot average (its docstring); and a C/W/L measure that weighs an
+    endless list without a horizon."""
+    text = str(exc)
+    return (conv.ties in REFUSING_TIES and f"ties={conv.ties}" in text) or (
+        conv.weights_horizon is None and "set weights_horizon=N" in text)
 
 
 def may_refuse(m: Measure, conv: Conventions) -> bool:
     """Measures refused under average/unspecified whenever a cut splits a mixed tied group."""
     return m.family in ("Fe", "GranularRR") or (
-        m.family == "AP" and m.cutoff is not None and conv.ap_denominator == "retrieved_relevant")
+        m.family == "AP" and m.cutoff is not None and conv.ap_denominator == "retrieved_relevant"
+    ) or m.family in TIES_REFUSED or (conv.ties == "average" and m.family in AVERAGE_REFUSED) or (
+        m.family in NEED_HORIZON and conv.weights_horizon is None)
 
 
 def documented_refusal(m: Measure, conv: Conventions) -> bool:
     """Whether a refusal of m under conv is one the reference documents: a cut (k or depth)
     that moves a denominator (Fe; AP over retrieved relevant; anything over the retrieved ideal
-    when the list is cut to a depth)."""
+    when the list is cut to a depth), a tie group a family's docstring refuses, a horizon."""
     cut = m.cutoff is not None or conv.depth is not None
     return m.family in ("Fe", "GranularRR") or (
         m.family == "AP" and conv.ap_denominator == "retrieved_relevant" and cut) or (
-        conv.ideal == "retrieved" and conv.depth is not None)
+        conv.ideal == "retrieved" and conv.depth is not None) or (
+        conv.ties in REFUSING_TIES and m.family in TIES_REFUSED) or (
+        conv.ties == "average" and m.family in AVERAGE_REFUSED) or (
+        m.family in NEED_HORIZON and conv.weights_horizon is None)
 
 
 def safe_measures(ms, conv):
-    return [m for m in ms if not (conv.ties in REFUSING_TIES and may_refuse(m, conv))]
+    return [m for m in ms if not ((conv.ties in REFUSING_TIES and may_refuse(m, conv))
+                                  or (m.family in NEED_HORIZON and conv.weights_horizon is None))]
 
 
 def evaluate_or_refused(qrels, run, ms, conv):
@@ -381,7 +409,8 @@ def test_unspecified_range_holds_every_fixed_tie_rule(case, conv):
 @FUZZ
 @given(case=cases_st(unique_scores=True), conv=conventions_st(ties=st.just("average")))
 def test_average_with_unique_scores_equals_docid_desc(case, conv):
-    ms = all_measures()
+    ms = [m for m in all_measures()
+          if not (m.family in NEED_HORIZON and conv.weights_horizon is None)]
     qrels, run = inputs(case)
     avg = evaluate(qrels, run, ms, conv)
     desc = evaluate(qrels, run, ms, conv.replace(ties="docid_desc"))
@@ -428,7 +457,10 @@ def _max_group(q: Query) -> int:
     return max(sizes.values(), default=0)
 
 
-AVERAGE_FAMILIES = ["P", "R", "nDCG", "DCG", "AP", "RR", "Success"]
+AVERAGE_FAMILIES = ["P", "R", "nDCG", "DCG", "AP", "RR", "Success",
+                    # the new families with a closed form under ties=average
+                    "Hits", "RelP", "RprecMult", "Utility", "Bpref", "Judged", "Unjudged", "binG",
+                    "RBP", "RBPResid", "SDCG", "INSQ", "FallOut", "AUROC", "F1", "SetAP"]
 
 
 @pytest.mark.parametrize("family", AVERAGE_FAMILIES)
@@ -440,8 +472,10 @@ def test_average_equals_mean_over_all_tie_orders(family, q, conv):
     assume(_max_group(q) <= 5 and _n_orders(q) <= 720)
     ms = measures_for(family, (1, 2, 3, 5))
     avg = evaluate_or_refused(*inputs([q]), ms, conv)
-    if avg is None:  # ideal=retrieved with a depth cut inside a mixed tied group
-        assert conv.ideal == "retrieved" and conv.depth is not None
+    if avg is None:  # ideal=retrieved with a depth cut inside a mixed tied group, or a family
+        # refusing a cut (depth or k) through a tied group it cannot average
+        assert (conv.ideal == "retrieved" and conv.depth is not None) or family in (
+            AVERAGE_REFUSED | TIES_REFUSED | NEED_HORIZON), (family, conv)
         return
     qrels, run, n = every_order_as_queries(q, conv)
     orders = evaluate(qrels, run, ms, conv.replace(ties="docid_desc"))
@@ -457,6 +491,7 @@ def test_average_equals_mean_over_all_tie_orders(family, q, conv):
        conv=conventions_st(ties=st.just("unspecified"), empty_query=st.just("zero")))
 def test_unspecified_range_holds_every_tie_order(family, q, conv):
     assume(_n_orders(q) <= 720)
+    assume(not (family in NEED_HORIZON and conv.weights_horizon is None))
     ms = measures_for(family, (1, 2, 3, 5))
     rng = evaluate_each(*inputs([q]), ms, conv)
     qrels, run, n = every_order_as_queries(q, conv)

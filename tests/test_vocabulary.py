@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conformance.conventions import AXES, EXPLORER_AXES, GROUPS, Conventions, readme_table
 from conformance.measures import FAMILIES, SYNTAXES, Measure, families_reading, parse_measure
-from conformance.reference.formulas import FORMULAS
+from conformance.reference.formulas import CURVES, FORMULAS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,10 @@ def test_family_records_are_complete():
     for f in FAMILIES.values():
         assert f.kind in ("graded", "binary", "count"), f.name
         assert f.cutoff in ("none", "optional", "required"), f.name
-        assert f.aggregate in ("mean", "sum") and f.reach in ("cutoff", "twice_cutoff", "whole")
+        assert f.aggregate in ("mean", "sum", "curve") and f.reach in ("cutoff", "twice_cutoff", "whole")
+        assert f.ends in ("label", "gain", "judged", "none"), f.name
+        assert (f.aggregate == "curve") == (f.name in CURVES), f.name
+        assert f.at is None or f.parameter(f.at) is not None, f.name
         assert set(f.groups) <= set(GROUPS) and "named" not in f.groups, f.name
         assert all(AXES[a].group == "named" for a in f.axes_named), f.name
         assert f.formula and f.meaning
@@ -60,25 +63,34 @@ def test_family_records_are_complete():
 def test_every_readable_spelling_reads_back_to_its_family():
     for f in FAMILIES.values():
         k = 5 if f.takes_cutoff else None
-        alpha = "(alpha=0.5)" if "alpha" in f.parameters else ""
+        # every parameter without a default, given a value it accepts
+        given = [f"{p.name}={p.example}" for p in f.parameters if p.default is None and p.name != f.at]
+        alpha = f"({','.join(given)})" if given else ""
         for n in f.names:
             if not n.read:
                 continue
             if n.syntax == "trec_eval":
-                text = f"{n.text}_{k}" if n.cut else n.text
+                text = f"{n.text}_{k}" if n.cut else (f"{n.text}_0.5" if n.each else n.text)
                 if not n.cut and n.rule(f) == "required":
                     continue
             elif k is not None and n.rule(f) != "none":
                 text = f"{n.text}{alpha}@{k}" if n.syntax == "ir_measures" else f"{n.text}@{k}"
+            elif f.at is not None and n.syntax == "ir_measures":
+                text = f"{n.text}@0.5"
+            elif n.each:
+                text = f"{n.text}_0.5"
+            elif n.ranx_dot:
+                text = f"{n.text}.5"
             else:
-                text = n.text + alpha
+                text = n.text + (alpha if n.syntax == "ir_measures" else "")
             m = parse_measure(text)
             assert m.family == f.name, (text, m)
             assert dict(n.fixed).items() <= dict(m.overrides).items(), text
 
 
 def test_binary_and_graded_families_read_the_axes_their_kind_implies():
-    assert set(families_reading("gain")) == {f for f in FAMILIES if FAMILIES[f].kind == "graded"}
+    assert set(families_reading("gain")) <= {f for f in FAMILIES if FAMILIES[f].kind == "graded"}
+    assert {"nDCG", "DCG", "G", "nDCGRel", "RnDCG"} <= set(families_reading("gain"))
     assert "nonpositive_scores" not in Measure("nDCG", 10).record.axes
     assert "k_beyond_list" in Measure("P", 10).record.axes
     assert "ap_denominator" in Measure("AP").record.axes and "ap_denominator" not in Measure("RR").record.axes

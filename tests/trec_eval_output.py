@@ -5,8 +5,8 @@ with spaces to 22 characters, doubles as ``%6.4f`` and counts (num_*) as ``%ld``
 as the text trec_eval printed, so a comparison can be made to exactly the printed precision.
 
 :func:`measure_for` maps a printed trec_eval name to a :class:`conformance.measures.Measure`, or
-None for the measures the reference does not implement (bpref, iprec_at_recall, gm_map, ...). The
-mapping follows ``notes/trec_eval_semantics.md``:
+None for what is not a number the reference computes (``runid``, ``relstring``). The mapping
+follows ``notes/trec_eval_semantics.md``:
 
 - ``map`` -> AP, ``map_cut_k`` -> AP@k (denominator R, fixed by the profile), ``P_k`` -> P@k,
   ``recall_k`` -> R@k, ``recip_rank`` -> RR, ``Rprec`` -> Rprec, ``success_k`` -> Success@k,
@@ -16,6 +16,11 @@ mapping follows ``notes/trec_eval_semantics.md``:
   map; unlisted levels keep gain = level in trec_eval and in our ``gain`` axis alike.
 - Cutoffs are read from the printed name, which already holds trec_eval's integer cutoff
   (``-m ndcg_cut.23.4`` prints ``ndcg_cut_23``, because trec_eval reads cutoffs with ``atol``).
+- Every other printed name is read by ``conformance.measures.parse_measure``, which knows
+  trec_eval's spellings (``bpref``, ``gm_map``, ``iprec_at_recall_0.10``, ``Rprec_mult_0.20``,
+  ``relative_P_5``, ``set_F``, ``rbp``, ``unj_5``, ...), except the two whose printed parameter
+  list holds commas: ``11pt_avg_.25,.5,.75`` (the levels) and ``utility_2,-1,0,0`` (the
+  coefficients), read here as the ``-m`` options that printed them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.measures import Measure
+from conformance.measures import Measure, MeasureError, parse_measure
 
 _CUTOFF_FAMILIES = {
     "P": "P",
@@ -49,7 +54,11 @@ _NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _GAIN_PAIRS_RE = re.compile(rf"ndcg_((?:[+-]?[0-9]+={_NUMBER})(?:,[+-]?[0-9]+={_NUMBER})*)")
 
 # The measures whose values trec_eval prints with %ld.
-COUNT_MEASURES = frozenset({"num_q", "num_ret", "num_rel", "num_rel_ret"})
+COUNT_MEASURES = frozenset({"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
+# Printed rows that are not numbers: the run's name and the labels of the top ranks as text.
+NOT_NUMBERS = frozenset({"runid", "relstring"})
+# A printed name whose parameter list holds commas: the -m option that printed it.
+_LISTED_PARAMS = re.compile(r"(?P<name>11pt_avg|utility)_(?P<params>[-+.,0-9]+)")
 
 
 class TrecEvalOutputError(ValueError):
@@ -102,7 +111,20 @@ def measure_for(name: str) -> Measure | None:
     if m:
         gain = ",".join(pair.replace("=", ":") for pair in m[1].split(","))
         return Measure("nDCG", overrides=(("gain", gain),), text=name)
-    return None
+    if name.split("_")[0] in NOT_NUMBERS:  # relstring_20 too
+        return None
+    m = _LISTED_PARAMS.fullmatch(name)
+    if m:
+        return Measure(**{**vars_of(parse_measure(f"{m['name']}.{m['params']}")), "text": name})
+    try:
+        return Measure(**{**vars_of(parse_measure(name)), "text": name})
+    except MeasureError:
+        return None
+
+
+def vars_of(m: Measure) -> dict:
+    return {"family": m.family, "cutoff": m.cutoff, "overrides": m.overrides, "alpha": m.alpha,
+            "params": m.params}
 
 
 def pytrec_eval_request(name: str) -> str | None:

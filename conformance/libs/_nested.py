@@ -34,10 +34,16 @@ def qrels_dict(qrels: Qrels) -> dict[str, dict[str, int | float]]:
 
 
 def run_dict(run: Run) -> dict[str, dict[str, float]]:
-    """Later listings of a (query, document) pair overwrite earlier ones (see ``duplicate_pair``)."""
+    """Later listings of a (query, document) pair replace earlier ones (see ``duplicate_pair``),
+    and take their place in the dict's order too: each document stands where its last listing
+    stands, which is what ``duplicates=last`` describes for a library that breaks ties in the
+    dict's order (ir_measures' cwl_eval). Assigning into a dict alone, as the libraries' own
+    readers do, would keep the first listing's place with the last listing's score."""
     out: dict[str, dict[str, float]] = {}
     for q, d, s in zip(run.query_ids().tolist(), run.doc_ids().tolist(), run.score.tolist()):
-        out.setdefault(q, {})[d] = float(s)
+        docs = out.setdefault(q, {})
+        docs.pop(d, None)
+        docs[d] = float(s)
     return out
 
 

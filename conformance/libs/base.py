@@ -149,6 +149,11 @@ class Entry:
         except importlib.metadata.PackageNotFoundError:
             return None
 
+    def tolerance_for(self, measure: Measure) -> float:
+        """The tolerance of this entry's values of ``measure`` (``tolerance`` unless the
+        library rounds some measures further: ir_measures' gdeval prints 5 decimals)."""
+        return self.tolerance
+
     def supports(self, measure: Measure) -> bool:
         raise NotImplementedError
 

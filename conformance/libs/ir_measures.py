@@ -18,6 +18,14 @@ Success@k, Rprec                ``R@k``, ``Success@k``, ``Rprec``
 RR@k                            ``RR@k``                                msmarco
 NumQ, NumRet, NumRel            ``NumQ``, ``NumRet``, ``NumRel``        pytrec_eval
 NumRelRet                       ``NumRet(rel=1)``                       pytrec_eval
+Bpref, infAP, IPrec@x           ``Bpref``, ``infAP``, ``IPrec@x``       pytrec_eval
+P, R, F, SetAP, RelP (no @k)    ``SetP``, ``SetR``, ``SetF(beta=b)``,   pytrec_eval
+                                ``SetAP``, ``SetRelP``
+Judged, Judged@k                ``Judged``, ``Judged@k``                judged
+ERR@k                           ``ERR@k``                               gdeval (perl)
+RBP(p)                          ``RBP(p=p,rel=L)`` (rel required)       cwl_eval
+SDCG, NERR8, NERR9, BPM (@k)    ``SDCG(min_rel=,max_rel=)@k``, ...      cwl_eval
+NERR10, NERR11, INST, INSQ      ``INST(T=,min_rel=,max_rel=)``, ...     cwl_eval
 ==============================  ======================================  ==================
 
 A relevance threshold L is ``rel=L`` (P, AP, RR, Success, Rprec, NumRet(rel=L)); ir_measures
@@ -55,6 +63,24 @@ Facts behind the profiles (ir_measures 0.4.3; each confirmed live by
   with 5 decimals; it dies on a query id that is not a number once everything up to its last
   '-' is removed (live: 'q1' -> CalledProcessError, exit 25), on a non-integer label and on a
   label above 4 (``$MAX_JUDGMENT``); topics with no label > 0 are not printed (DEFAULT 0);
+- gdeval provider, ERR@k (``bin/gdeval.pl`` sub err): stopping probability (2^g - 1) / 2^4
+  for a judged label g > 0 ($MAX_JUDGMENT = 4: ``err_max_grade=4``), the product over ranks in
+  list order, ties as for its nDCG, values printed with 5 decimals (``tolerance_for``: 5e-6);
+  it dies on a label above 4 and on a non-numeric query id (refused by the adapter,
+  ``known_failure``);
+- judged provider (``Judged@k``): run sorted by ``(-score, doc_id)`` (``ties=docid_asc``),
+  judged = the document has a qrels entry, whatever its label (``negative_labels=keep``),
+  divided by min(k, list length) (``k_beyond_list=min_k_n``); without a cutoff the whole list;
+- cwl_eval provider (RBP and the C/W/L measures; installed with the ``ir_measures`` extra):
+  the run's items stably sorted by score (``ties=input_order``), 1000 ranks read and the
+  weights renormalised over them (``RankingMaker(max_n=1000)``: ``weights_horizon=1000``), an
+  unjudged document gain 0 (the worst case), negative labels clipped to 0; RBP's ``rel=``
+  binarises the labels (``rbp_gain=binary``), the others scale clip(label, min_rel, max_rel)
+  to [0, 1];
+- the pytrec_eval provider names an interpolated precision level with two decimals
+  (``iprec_at_recall_{recall:.2f}``), so IPrec@0.125 is computed at 0.12 (live): only levels
+  of at most two decimals are supported; ``SetF(beta=b)`` is trec_eval's ``set_F.b``, whose b
+  weighs recall linearly ((1 + b) P R / (b P + R));
 - ranx provider (``nDCG(dcg='exp-log2')`` without a cutoff): ranx ``Qrels.from_df`` /
   ``Run.from_df`` then ``ranx.evaluate`` without ``make_comparable``. Under pandas 3 it always
   fails (live: AssertionError "DataFrame Query IDs column dtype must be `object` (string)",
@@ -65,6 +91,7 @@ Facts behind the profiles (ir_measures 0.4.3; each confirmed live by
 from __future__ import annotations
 
 import math
+import re
 
 from conformance import isolation
 from conformance.conventions import Conventions, gain_map
@@ -93,6 +120,26 @@ GDEVAL_PROFILE = PYTREC_EVAL_PROFILE.replace(
     label_type="raise",  # bin/gdeval.pl: dies unless the judgment matches /^-?[0-9]+$/
     negative_labels="unjudged",  # bin/gdeval.pl: only `$judgment > 0` enters the qrels
 )
+JUDGED_PROFILE = PYTREC_EVAL_PROFILE.replace(
+    ties="docid_asc",  # judged_provider.py: sorted(run[q].items(), key=lambda x: (-x[1], x[0]))
+    score_precision="float64",  # Python floats
+    k_beyond_list="min_k_n",  # judged_provider.py: cutoff = len(cutoff_run) when the list is shorter
+    negative_labels="keep",  # judged_provider.py: `did in qid_qrels`: any label, negative too
+    label_type="float",  # the labels themselves are never read
+)
+CWL_PROFILE = PYTREC_EVAL_PROFILE.replace(
+    ties="input_order",  # util.py as_sorted_namedtuple_iter: sorted(items, key=score, reverse=True),
+    # a stable sort of the run dict's order
+    score_precision="float64",  # Python floats
+    label_type="float",  # cwl_eval.py IrmQrelHandler.put_value: the label as given, clipped
+    # negative_labels=unjudged (the pytrec_eval profile's): CwlEvaluator clips negative labels to
+    # 0, the gain of an unjudged document (cwl's worst case), so the two read alike
+    weights_horizon=1000,  # cwl_eval.py: RankingMaker(..., max_n=1000): 1000 ranks, padded
+    rbp_gain="binary",  # IrmQrelHandler(bin_rel_cutoff=rel): 1 if relevance >= rel else 0
+    # duplicates=last holds because _nested.run_dict puts a repeated document at its last
+    # listing's place; ir_measures' own read_trec_run assigns into a dict, which keeps the first
+    # listing's place with the last score (among tied scores no duplicates value says that)
+)
 RANX_PROFILE = _ranx.PROFILE  # providers/ranx_provider.py: ranx.evaluate, no make_comparable
 # (ranx's profile: query_set=raise, ties unspecified, labels truncated; the route fails under
 # pandas 3 before ranx computes anything)
@@ -102,12 +149,21 @@ PROFILES = {
     "msmarco": MSMARCO_PROFILE,
     "gdeval": GDEVAL_PROFILE,
     "ranx": RANX_PROFILE,
+    "judged": JUDGED_PROFILE,
+    "cwl_eval": CWL_PROFILE,
 }
 
 # Tolerance by provider: gdeval prints %.5f, so its values carry up to 5e-6 of rounding.
 PRINTED_DECIMALS = {"gdeval": 5}
 
-_WITH_REL = {"P", "AP", "RR", "Success", "Rprec", "NumRelRet"}
+# ir_measures' names that take rel= (their SUPPORTED_PARAMS), by spelling
+_WITH_REL = {"P", "AP", "RR", "Success", "Rprec", "NumRet", "Bpref", "infAP", "SetP", "SetR",
+             "SetF", "SetAP", "SetRelP", "IPrec", "RBP"}
+# ... and the one that needs it (cwl_eval's RBP: rel=Any(required=True))
+_REL_REQUIRED = {"RBP"}
+_GDEVAL_TOPIC = re.compile(r"[0-9]+")
+_GDEVAL_MAX_JUDGMENT = 4  # bin/gdeval.pl: dies unless every judgment is at most this
+_CWL_FAMILIES = {"RBP", "SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "BPM"}
 
 
 def _num(x: float) -> str:
@@ -115,7 +171,9 @@ def _num(x: float) -> str:
 
 
 def measure_text(m: Measure) -> str | None:
-    """The ir_measures name for ``m`` (None when ir_measures has no such measure)."""
+    """The ir_measures name for ``m`` (None when ir_measures has no such measure): the family
+    records' ir_measures spelling, its parameters (ir_measures' own names, the same as ours),
+    the threshold as rel= and a gain as dcg= or gains=."""
     f, k = m.family, m.cutoff
     overrides = dict(m.overrides)
     rel = overrides.pop("relevance_threshold", None)
@@ -125,9 +183,19 @@ def measure_text(m: Measure) -> str | None:
     name = m.record.name_in("ir_measures", k)  # the family records' ir_measures spelling
     if name is None:
         return None
-    params: list[str] = []
+    text = name.text
+    if f == "NumRelRet":  # ir_measures computes it as NumRet(rel=L)
+        text = "NumRet"
+        if rel is None:
+            rel = 1
+    # ir_measures checks each parameter's type: floats as floats (T=1.0), integers as integers
+    params: list[str] = [
+        f"{key}={int(value) if m.record.parameter(key).kind == 'integer' else float(value)!r}"
+        for key, value in m.params if key != m.record.at]
+    if text in _REL_REQUIRED and rel is None:
+        rel = PYTREC_EVAL_PROFILE.relevance_threshold  # the default level of every provider
     if rel is not None:
-        if f not in _WITH_REL or rel < 1:
+        if text not in _WITH_REL or rel < 1:
             return None
         params.append(f"rel={rel}")
     if gain is not None and gain != "linear":
@@ -140,17 +208,22 @@ def measure_text(m: Measure) -> str | None:
             if not all(math.isfinite(lab) and lab.is_integer() for lab in table):
                 return None  # qrels labels are ints: a fractional key could never match
             params.append("gains={" + ",".join(f"{_num(a)}:{_num(b)}" for a, b in table.items()) + "}")
-    text = name.text
-    if f == "NumRelRet":  # ir_measures computes it as NumRet(rel=L)
-        text = "NumRet"
-        if rel is None:
-            params.append("rel=1")
+    if m.record.at is not None:
+        level = m.param(m.record.at)
+        if round(level, 2) != level:
+            # the pytrec_eval provider names the level iprec_at_recall_{recall:.2f}, so
+            # IPrec@0.125 would be computed at 0.12 (live)
+            return None
+        at = f"@{_num(level)}"
+    else:
+        at = f"@{k}" if k is not None else ""
     text += f"({','.join(params)})" if params else ""
-    return text + (f"@{k}" if k is not None else "")
+    return text + at
 
 
 def declared_provider(m: Measure) -> str | None:
-    """The provider ir_measures 0.4.3 (perl installed) routes ``m`` to; None: no provider."""
+    """The provider ir_measures 0.4.3 (perl and cwl-eval installed) routes ``m`` to; None: no
+    provider."""
     text = measure_text(m)
     if text is None:
         return None
@@ -159,6 +232,12 @@ def declared_provider(m: Measure) -> str | None:
         return "msmarco"
     if m.family == "nDCG" and gain == "exponential":
         return "gdeval" if m.cutoff is not None else "ranx"
+    if m.family == "ERR":
+        return "gdeval" if m.cutoff is not None else None
+    if m.family == "Judged":
+        return "judged"
+    if m.family in _CWL_FAMILIES:
+        return "cwl_eval"
     return "pytrec_eval"
 
 
@@ -195,6 +274,11 @@ class IrMeasuresEntry(Entry):
     tolerance = 1e-12  # pytrec_eval, msmarco and ranx compute in double; see PRINTED_DECIMALS
     description = "ir_measures.iter_calc with the default provider pipeline"
 
+    def tolerance_for(self, measure: Measure) -> float:
+        """Half a unit of the last digit a provider prints (gdeval: %.5f), else 1e-12."""
+        decimals = PRINTED_DECIMALS.get(self._provider(measure) or "")
+        return 0.5 * 10.0 ** -decimals if decimals is not None else self.tolerance
+
     def _provider(self, measure: Measure) -> str | None:
         if self.available():
             return live_provider(measure)
@@ -214,9 +298,22 @@ class IrMeasuresEntry(Entry):
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """pytrec_eval's failure on a query whose judgments are all negative (see the trec_eval
-        adapter), for the measures routed to it."""
-        if measure is not None and (not self.supports(measure)
-                                    or self._provider(measure) != "pytrec_eval"):
+        adapter), for the measures routed to it; gdeval's on a query id that is not a number
+        (its format check, bin/gdeval.pl: ``$topic =~ /^[0-9]+$/`` once everything up to the
+        last '-' is removed; live: 'q1' ends in CalledProcessError, exit status 25)."""
+        provider = self._provider(measure) if measure is not None and self.supports(measure) else None
+        if provider == "gdeval":
+            if len(qrels) and float(qrels.label.max()) > _GDEVAL_MAX_JUDGMENT:
+                return (f"refused by the adapter: gdeval (the provider) dies on a label above "
+                        f"{_GDEVAL_MAX_JUDGMENT} ($MAX_JUDGMENT), here "
+                        f"{float(qrels.label.max()):g}")
+            for ids in (qrels.qids, run.qids):
+                bad = [str(q) for q in ids if not _GDEVAL_TOPIC.fullmatch(str(q).rsplit("-", 1)[-1])]
+                if bad:
+                    return (f"refused by the adapter: gdeval (the provider) dies on the query id "
+                            f"{bad[0]!r}, which is not a number")
+            return None
+        if measure is not None and provider != "pytrec_eval":
             return None
         q = _trec_eval.all_negative_query(qrels)
         if q is None:

@@ -35,10 +35,12 @@ measure            metric                                     with ``gain=expone
 =================  =========================================  ===========================
 nDCG(@k), DCG(@k)  ``ndcg``, ``ndcg@k``, ``dcg``, ``dcg@k``   ``ndcg_burges``, ``dcg_burges``
 AP(@k), RR(@k)     ``map``, ``map@k``, ``mrr``, ``mrr@k``
-P@k, F1@k          ``precision@k``, ``f1@k``
+P(@k), F1(@k)      ``precision``, ``precision@k``, ``f1``, ``f1@k`` (bare: the whole list)
 R(@k)              ``recall``, ``recall@k``
 Success(@k)        ``hit_rate``, ``hit_rate@k``
-Rprec, NumRelRet   ``r-precision``, ``hits``
+Hits(@k)           ``hits``, ``hits@k``
+Rprec, Bpref       ``r-precision``, ``bpref``
+RBP(p)             ``rbp.DIGITS`` (p = 0.DIGITS, ``extract_metric_and_params``)
 =================  =========================================  ===========================
 
 A relevance threshold L other than 1 is the suffix ``-lL`` (``precision@5-l2``). For nDCG and DCG
@@ -78,7 +80,27 @@ Facts behind the profile (ranx 0.3.21, each confirmed live by ``tests/test_libs_
   ``make_comparable=True`` every qrels query is scored and one missing from the run scores 0
   (live): ``query_set=qrels``;
 - duplicates: a dict keeps the last listing; so do ranx's own readers (``run_file_to_dict``,
-  ``qrels_file_to_dict`` assign into a dict): ``duplicates=last``.
+  ``qrels_file_to_dict`` assign into a dict): ``duplicates=last``;
+- ``bpref`` (metrics/bpref.py): R and N are the qrels' labels >= L and < L before
+  ``clean_qrels``, so a negative label is a judged non-relevant document
+  (``negative_labels=keep``; live: qrels {a: 1, n: -1}, n ranked above a: 0.0, where trec_eval
+  gives 1.0); unjudged documents are dropped from the list; each relevant one scores 1 -
+  min(non-relevant above, R) / min(R, N) (``bpref_denominator=min_r_n``, though the docstring
+  writes R). Findings, refused by the adapter: with no judged non-relevant document (N = 0) a
+  retrieved relevant one scores 1 - 0/0, NaN (live: qrels {a: 1}, run {a: 1.0, b: 0.5}: NaN,
+  and numba's RuntimeWarning), where the formula's own limit (and trec_eval) is 1; and when
+  some query has no relevant judged document (R = 0, a division by zero in ``_bpref``), every
+  query of the evaluation scores 0 (live: qrels {q1: {a: 0}, q2: {b: 1, c: 0}}, run
+  {q1: {a: 1.0}, q2: {b: 0.5, c: 0.1}}: q2 scores 0.0, not 1.0; without q1, 1.0);
+- ``rbp.p`` (metrics/rank_biased_precision.py): (1 - p) sum of the labels of the documents
+  labelled L or above, p^(i - 1) (``rbp_gain=label``; live: labels 2, 1, 3 ranked in that
+  order, rbp.8 = 0.944, rbp.8-l2 = 0.784); the whole list, no horizon;
+- ``hits@k``: the relevant documents in the top k, averaged over queries (family Hits);
+  ``precision`` and ``f1`` without @k read the whole list (``fix_k``: k = the list's length),
+  which is P and F1 without a cutoff (trec_eval's set_P and set_F); ranx's F1 has no beta;
+- exponential gain (``_burges``) of a label of 1024 or more: 2^label overflows a double, and
+  ndcg_burges gives NaN, dcg_burges inf (live: labels 1024, 0 ranked in order), where the
+  reference gives nDCG 1 with its gains scaled (and refuses DCG): refused by the adapter.
 """
 
 from __future__ import annotations
@@ -111,6 +133,11 @@ PROFILE = Conventions(
 MAKE_COMPARABLE_PROFILE = PROFILE.replace(
     query_set="qrels",  # Run.make_comparable: empty results for missing qrels queries (score 0)
 )
+# Measures whose ranx metric reads the labels otherwise (see the module docstring)
+BY_FAMILY = {
+    "Bpref": {"negative_labels": "keep"},  # metrics/bpref.py: labels < L before clean_qrels
+    "RBP": {"rbp_gain": "label"},  # metrics/rank_biased_precision.py: weighted_hit = the label
+}
 
 def _name(m: Measure, conv: Conventions) -> str | None:
     """ranx's name of ``m``'s family (the family records' ranx spelling at ``m``'s cutoff);
@@ -125,10 +152,19 @@ def _name(m: Measure, conv: Conventions) -> str | None:
     return name.text
 
 
+def _rbp_digits(p: float) -> str | None:
+    """ranx's spelling of persistence p: 0.95 -> "95" (``rbp.95``), or None when p has no
+    such spelling (ranx reads float("0." + digits))."""
+    text = repr(float(p))
+    return text[2:] if text.startswith("0.") and float("0." + text[2:]) == p else None
+
+
 def metric_string(m: Measure, profile: Conventions = PROFILE) -> str:
-    """The ranx metric for ``m``: ``ndcg_burges@10-l2``."""
+    """The ranx metric for ``m``: ``ndcg_burges@10-l2``, ``rbp.95``."""
     conv = m.conventions(profile)
     name = _name(m, conv)
+    if m.family == "RBP":
+        name += "." + _rbp_digits(m.param("p"))
     if m.cutoff is not None:
         name += f"@{m.cutoff}"
     if conv.relevance_threshold != 1:
@@ -151,16 +187,49 @@ class RanxEntry(Entry):
     def supports(self, measure: Measure) -> bool:
         if measure.alpha is not None:
             return False
-        conv = measure.conventions(self._profile)
+        f = measure.record
+        if any(v != f.parameter(k).default for k, v in measure.params if k != "p"):
+            return False  # ranx's metrics take no parameter but rbp's p (F1 has no beta)
+        if measure.family == "RBP" and _rbp_digits(measure.param("p")) is None:
+            return False
+        profile = self.profile(measure)
+        conv = measure.conventions(profile)
         if _name(measure, conv) is None:
             return False
-        extra = set(conv.differing_axes(self._profile)) - {"relevance_threshold"}
+        extra = set(conv.differing_axes(profile)) - {"relevance_threshold"}
         if measure.record.kind == "graded" and conv.gain == "exponential":
             extra.discard("gain")
         return not extra and conv.relevance_threshold >= 1
 
     def profile(self, measure: Measure) -> Conventions:
-        return self._profile
+        return self._profile.replace(**BY_FAMILY.get(measure.family, {}))
+
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """ranx's bpref on a query with no relevant judged document (every query then scores
+        0) or with no judged non-relevant one and a relevant one retrieved (NaN); see the module
+        docstring. Smallest cases: qrels {q1: {a: 0}, q2: {b: 1, c: 0}}, run {q1: {a: 1.0}, q2:
+        {b: 0.5, c: 0.1}}; qrels {q1: {a: 1}}, run {q1: {a: 1.0, b: 0.5}}."""
+        if measure is None or not self.supports(measure):
+            return None
+        conv = measure.conventions(self.profile(measure))
+        if measure.record.kind == "graded" and conv.gain == "exponential" and len(qrels) and (
+                float(qrels.label.max()) >= 1024):
+            return ("refused by the adapter: under exponential gain a label of 1024 or more has "
+                    "a gain beyond a double: ranx's ndcg_burges gives NaN and dcg_burges inf "
+                    "(live: labels 1024, 0)")
+        if measure.family != "Bpref":
+            return None
+        level = conv.relevance_threshold
+        q, r = qrels_dict(qrels), run_dict(run)
+        for qid, docs in q.items():
+            labels = {d: int(v) for d, v in docs.items()}  # ranx truncates (add_multi)
+            if not any(v >= level for v in labels.values()):
+                return (f"refused by the adapter: query {qid!r} has no relevant judged document, "
+                        "on which ranx's bpref divides by zero and scores every query 0")
+            if all(v >= level for v in labels.values()) and any(d in labels for d in r.get(qid, {})):
+                return (f"refused by the adapter: query {qid!r} has no judged non-relevant "
+                        "document, on which ranx's bpref divides 0 by 0 (NaN)")
+        return None
 
     def default_profile(self) -> Conventions:
         return self._profile
@@ -170,8 +239,11 @@ class RanxEntry(Entry):
         out: dict[Measure, LibraryValues] = {}
         wanted: dict[Measure, str] = {}
         for m in measures:
-            if self.supports(m):
-                wanted[m] = metric_string(m, self._profile)
+            failure = self.known_failure(qrels, run, m)
+            if failure is not None:
+                out[m] = LibraryValues(error=failure)
+            elif self.supports(m):
+                wanted[m] = metric_string(m, self.profile(m))
             else:
                 out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
         if not wanted:

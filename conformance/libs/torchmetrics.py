@@ -30,6 +30,9 @@ P@k                     ``RetrievalPrecision`` (``adaptive_k=True`` for torchmet
 R, R@k                  ``RetrievalRecall``
 Success, Success@k      ``RetrievalHitRate``
 Rprec                   ``RetrievalRPrecision``
+FallOut, FallOut@k      ``RetrievalFallOut``
+AUROC                   ``RetrievalAUROC`` (``top_k=None``; see below)
+RecallAtPrecision(p)@k  ``RetrievalRecallAtFixedPrecision(min_precision=p, max_k=k)``
 ======================  ==================================================================
 
 Entries: one per ``empty_target_action`` ('neg', the default, scores 0; 'pos' 1; 'skip' leaves
@@ -70,7 +73,31 @@ and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics
 - under 'skip', when every query is skipped, the mean is 0.0 (``tensor(0.0)``), not undefined;
 - AP@k orders by ``topk`` (unspecified ties) and divides by the relevant documents found in
   the top k: when the cut splits a tied group of relevant and non-relevant documents, the
-  reference gives the range over the orders of that group (``formulas._ap_retrieved_relevant_end``).
+  reference gives the range over the orders of that group (``formulas._ap_retrieved_relevant_end``);
+- FallOut (fall_out.py): the non-relevant documents of the top k (``argsort``, unspecified
+  ties) over those of the list (ideal=retrieved); its query is empty when the list holds no
+  non-relevant document (``RetrievalFallOut.compute``: ``not (1 - mini_target).sum()``), and
+  the class's own default ``empty_target_action`` is 'pos' (the entries pass theirs); no
+  masking of scores <= 0;
+- AUROC (auroc.py): ``binary_auroc`` of the float32 scores of the top k, so a tied pair of a
+  relevant and a non-relevant document counts 1/2: ``ties=average``; 0 when the top k holds
+  one class only; empty (``empty_target_action``) when the list holds no relevant document.
+  Finding, refused by the adapter: ``binary_auroc`` reads a list holding a score outside
+  [0, 1] as logits and applies a float32 sigmoid, which merges distinct scores (every score
+  within about 3e-8 of 0 becomes 0.5, every score above about 17 becomes 1.0) and counts the
+  pairs it merged 1/2 (live: scores 2.0, 4.7e-25 (relevant), 0.0 give 0.25, not 0.5). No
+  convention gives that (torch's float32 sigmoid is not numpy's to the last bit), so the
+  adapter refuses a list where the sigmoid may merge two distinct scores: their float32
+  sigmoids (computed in double) within two float32 steps of each other.
+  With ``top_k`` the top k is taken by ``topk`` (unspecified ties), which no profile describes
+  when the cut splits a tied group: only AUROC without a cutoff is supported;
+- RecallAtPrecision (precision_recall_curve.py): per query, P@j and R@j for j = 1..max_k
+  (``max_k=None``: the longest list), R over the list's relevant documents, P@j over j past
+  the list's end (``adaptive_k=False``); ``compute`` averages the curves over the queries
+  (an empty query's curves are zeros under 'neg', ones under 'pos', left out under 'skip')
+  and returns the highest mean recall whose mean precision reaches min_precision, and its k:
+  a value of the whole evaluation, not a mean of per-query values (Family.aggregate
+  "curve"). The per-query values are the same call on each query alone.
 """
 
 from __future__ import annotations
@@ -127,7 +154,12 @@ _CLASSES = {
     "R": "RetrievalRecall",
     "Success": "RetrievalHitRate",
     "Rprec": "RetrievalRPrecision",
+    "FallOut": "RetrievalFallOut",
+    "AUROC": "RetrievalAUROC",
+    "RecallAtPrecision": "RetrievalRecallAtFixedPrecision",
 }
+# auroc.py: binary_auroc of the scores, a tied pair counting 1/2
+AUROC_PROFILE = PROFILE.replace(ties="average")
 
 
 class TorchmetricsEntry(Entry):
@@ -145,7 +177,7 @@ class TorchmetricsEntry(Entry):
         self.families = ("P",) if adaptive_k else tuple(_CLASSES)
 
     def _base_profile(self, family: str) -> Conventions:
-        conv = NDCG_PROFILE if family == "nDCG" else PROFILE
+        conv = {"nDCG": NDCG_PROFILE, "AUROC": AUROC_PROFILE}.get(family, PROFILE)
         conv = conv.replace(empty_query=EMPTY_QUERY[self.action])
         if family in MASKING_FAMILIES:
             conv = conv.replace(nonpositive_scores="not_relevant")
@@ -157,6 +189,8 @@ class TorchmetricsEntry(Entry):
         f = measure.family  # every family's own cutoff rule is torchmetrics' (P needs k)
         if f not in self.families or measure.alpha is not None:
             return False
+        if f == "AUROC" and measure.cutoff is not None:
+            return False  # topk's unspecified ties choose the top k (see the module docstring)
         base = self._base_profile(f)
         conv = measure.conventions(base)
         differing = set(conv.differing_axes(base))
@@ -174,7 +208,9 @@ class TorchmetricsEntry(Entry):
         import torchmetrics.retrieval as tr
 
         kwargs = {"empty_target_action": self.action, "aggregation": aggregation}
-        if measure.family != "Rprec":
+        if measure.family == "RecallAtPrecision":
+            kwargs.update(max_k=measure.cutoff, min_precision=float(measure.param("min_precision")))
+        elif measure.family != "Rprec":
             kwargs["top_k"] = measure.cutoff
         if self.adaptive_k:
             kwargs["adaptive_k"] = True
@@ -193,22 +229,36 @@ class TorchmetricsEntry(Entry):
 
         metric = self._metric(measure, aggregation)
         metric.update(preds, target, indexes)
-        mean = float(metric.compute())
+        result = metric.compute()
+        if measure.family == "RecallAtPrecision":  # (max recall, its k): the recall
+            result = result[0]
+        mean = float(result)
         return (captured[0] if captured else None), mean
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """Under 'skip', when every query is skipped the library's mean is 0.0 (base.py:
         ``tensor(0.0)`` when nothing was aggregated), not undefined: refused (smallest case:
-        qrels {q1: {d1: 0}}, run {q1: {d1: 0.0}}, any measure)."""
-        if self.action != "skip" or measure is None or not self.supports(measure):
+        qrels {q1: {d1: 0}}, run {q1: {d1: 0.0}}, any measure). AUROC: a list whose sigmoid
+        may merge distinct scores (see the module docstring; smallest case: qrels {q2: {d3:
+        1}}, run {q2: {d2: 2.0, d3: 4.7e-25, d1: 0.0}})."""
+        if measure is None or not self.supports(measure):
+            return None
+        if measure.family == "AUROC":
+            merged = _sigmoid_merges(ranked_lists(qrels, run))
+            if merged is not None:
+                return (f"refused by the adapter: torchmetrics' AUROC reads the scores of query "
+                        f"{merged!r} as logits, and their float32 sigmoid may merge distinct scores")
+        if self.action != "skip":
             return None
         lists = ranked_lists(qrels, run)
         if not lists:
             return None
+        level = measure.conventions(self._base_profile(measure.family)).relevance_threshold
         if measure.family == "nDCG":
             empty = all(float(i.labels.sum()) == 0 for i in lists)
+        elif measure.family == "FallOut":  # empty: no non-relevant target
+            empty = all((i.labels >= level).all() for i in lists)
         else:
-            level = measure.conventions(self._base_profile(measure.family)).relevance_threshold
             empty = all(not (i.labels >= level).any() for i in lists)
         if not empty:
             return None
@@ -249,16 +299,34 @@ class TorchmetricsEntry(Entry):
             return preds, target, indexes
 
         values, mean = self._call(measure, *tensors(lists))
-        if self.action != "skip":
+        if self.action != "skip" and measure.family != "RecallAtPrecision":
             assert values is not None and values.numel() == len(lists)
             per_query = {item.qid: float(v) for item, v in zip(lists, values.tolist())}
             return LibraryValues(per_query=per_query, mean=mean)
         per_query = {}
         for item in lists:
-            alone, _ = self._call(measure, *tensors([item]))
+            alone, value = self._call(measure, *tensors([item]))
             if alone is not None:  # None: the library skipped the query
-                per_query[item.qid] = float(alone[0])
+                # the curve measure's value alone is its compute(); the others' the tensor
+                per_query[item.qid] = value if measure.family == "RecallAtPrecision" else float(alone[0])
         return LibraryValues(per_query=per_query, mean=mean)
+
+
+def _sigmoid_merges(lists) -> str | None:
+    """The first query whose list holds a score outside [0, 1] and two distinct float32 scores
+    whose float32 sigmoids lie within two float32 steps of each other, or None."""
+    import numpy as np
+
+    for item in lists:
+        s32 = np.unique(np.asarray(item.scores, dtype=np.float64).astype(np.float32))
+        if s32.size < 2 or ((s32 >= 0) & (s32 <= 1)).all():
+            continue
+        with np.errstate(over="ignore"):
+            sig = (1.0 / (1.0 + np.exp(-s32.astype(np.float64)))).astype(np.float32)
+        gap = np.diff(sig)
+        if (gap <= 2 * np.spacing(sig[:-1])).any():
+            return item.qid
+    return None
 
 
 ENTRIES: list[Entry] = [

@@ -10,24 +10,45 @@ fractional label is passed as the float it is, and pytrec_eval refuses it), the 
 The per-query values are read back as returned; the mean is the binding's own
 ``pytrec_eval.compute_aggregated_measure`` (sum for ``num_*``, arithmetic mean otherwise).
 
-=============  ======================  ==========================================
-measure        measure string          result key
-=============  ======================  ==========================================
-nDCG, nDCG@k   ``ndcg``, ``ndcg_cut.k``  ``ndcg``, ``ndcg_cut_k``
-AP, AP@k       ``map``, ``map_cut.k``    ``map``, ``map_cut_k``
-P@k, R@k       ``P.k``, ``recall.k``     ``P_k``, ``recall_k``
-Success@k      ``success.k``             ``success_k``
-RR, RR@k       ``recip_rank``, ``recip_rank.k`` (k accepted and ignored)  ``recip_rank``
-Rprec          ``Rprec``                 ``Rprec``
-NumQ ...       ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``
-=============  ======================  ==========================================
+The measure strings are the families' trec_eval names (``conformance.measures``), present in
+``pytrec_eval.supported_measures`` (trec_eval 9: no rbp, rbp_resid or unj):
+
+=================  ==========================================  ============================
+measure            measure string                              result key
+=================  ==========================================  ============================
+nDCG, nDCG@k       ``ndcg``, ``ndcg_cut.k``                    ``ndcg``, ``ndcg_cut_k``
+AP, AP@k           ``map``, ``map_cut.k``                      ``map``, ``map_cut_k``
+P@k, R@k           ``P.k``, ``recall.k``                       ``P_k``, ``recall_k``
+P, R, F1, RelP     ``set_P``, ``set_recall``, ``set_F.beta``,  ``set_P``, ``set_recall``,
+(no cutoff)        ``set_relative_P``                          ``set_F``, ``set_relative_P``
+RelP@k             ``relative_P.k``                            ``relative_P_k``
+Success@k          ``success.k``                               ``success_k``
+RR, RR@k           ``recip_rank``, ``recip_rank.k`` (k ignored) ``recip_rank``
+Rprec, SetAP       ``Rprec``, ``set_map``                      the same
+RprecMult(x)       ``Rprec_mult.x``                            ``Rprec_mult_x`` (%3.2f)
+IPrec@x            ``iprec_at_recall.x``                       ``iprec_at_recall_x`` (%3.2f)
+IPrecAvg(levels)   ``11pt_avg.levels`` (bare: the 11 levels)   ``11pt_avg``
+Bpref, infAP, G,   ``bpref``, ``infAP``, ``G``, ``binG``,      the same
+binG, nDCGRel,     ``ndcg_rel``, ``Rndcg``, ``utility``
+RnDCG, Utility
+AP, Bpref          ``gm_map``, ``gm_bpref``                    the same: log(max(v, 1e-5))
+(mean=geometric)
+NumQ ...           ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``num_nonrel_judged_ret``
+=================  ==========================================  ============================
+
+Measures whose keys would collide in one call (two recall levels that print alike, or two
+``set_F`` or ``11pt_avg``: trec_eval keeps only the first parameters of a measure, and its key
+names no parameter) go to separate calls.
 
 A measure that fixes ``relevance_threshold`` (``P(rel=2)@5``) is computed with
 ``relevance_level`` = that threshold; pytrec_eval refuses 0 ("Argument relevance_level should be
 positive.") and gives wrong values for negative levels (live: level -1 gives P_2 = 0 where every
 document is relevant), so only thresholds >= 1 are supported. Nothing else is reachable: custom
-gains (``ndcg.1=3,2=9``) abort the whole process inside pytrec_eval, exponential gain and
-DCG, F1, R without a cutoff and Success without one do not exist in trec_eval.
+gains (``ndcg.1=3,2=9``, ``G.1=3``) abort the whole process inside pytrec_eval (live: "malformed
+pair parameters in '1'", then SIGSEGV); ``utility`` with coefficients prints "improper number of
+coefficients" and returns 0.0 for every query (live: ``utility.2,-1,0,0``), so only its default
+coefficients (1, -1, 0, 0) are supported, and no -N (collection size) exists; exponential gain,
+DCG, F1@k and Success without a cutoff do not exist in trec_eval.
 
 Isolation. Two inputs make pytrec_eval unsafe to call in our own process:
 
@@ -77,11 +98,21 @@ Facts behind the profile (pytrec_eval-terrier 0.5.11 = trec_eval 9.0.x C code; s
 - empty query (no relevant judged document): every measure is 0 and the query counts;
 - duplicates: a dict cannot hold a document twice; pytrec_eval's own reader ``parse_run`` fails
   on it (AssertionError), and the adapter hands such a run to ``parse_run``, so the library's
-  refusal is what is recorded.
+  refusal is what is recorded;
+- interpolated precision (iprec_at_recall, 11pt_avg) at level x asks for floor(x R + 0.9)
+  relevant documents (trec_eval 9's rounding; ``iprec_rank=floor_plus_0.9``; live and in the
+  published v9 outputs);
+- ``gm_map`` and ``gm_bpref`` come back per query as log(max(v, 0.00001)) (trec_eval's
+  MIN_GEO_MEAN); the adapter reads each back as exp of it, which is max(v, 0.00001), the
+  value the reference gives under ``mean=geometric``; the binding's own aggregate for a gm_
+  key is exp of the mean of the logs;
+- ``set_F.x`` is (x + 1) P R / (x P + R): x is the F family's ``beta`` (live: set_F.0.5 on
+  P = 1/2, R = 2/3 gives 0.5455).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -113,11 +144,40 @@ PROFILE = TREC_EVAL.replace(
 ISOLATE_ABOVE = 10_000
 ISOLATED_TIMEOUT = 60.0
 
+# pytrec_eval-terrier 0.5.11's pytrec_eval.supported_measures (trec_eval 9's measures), the
+# declared list when the binding is not importable; a test holds it to the live one.
+SUPPORTED = frozenset({
+    "11pt_avg", "G", "P", "Rndcg", "Rprec", "Rprec_mult", "binG", "bpref", "gm_bpref", "gm_map",
+    "infAP", "iprec_at_recall", "map", "map_cut", "ndcg", "ndcg_cut", "ndcg_rel",
+    "num_nonrel_judged_ret", "num_q", "num_rel", "num_rel_ret", "num_ret", "recall", "recip_rank",
+    "relative_P", "relstring", "runid", "set_F", "set_P", "set_map", "set_recall",
+    "set_relative_P", "success", "utility"})
+
+
+def supported_measures() -> frozenset:
+    try:
+        import pytrec_eval
+    except Exception:
+        return SUPPORTED
+    return frozenset(pytrec_eval.supported_measures)
+
+
 def measure_string(m: Measure) -> tuple[str, str]:
     """(the string passed to pytrec_eval, the key its result comes back under), from the
     family's trec_eval name: ``ndcg_cut.10`` -> ``ndcg_cut_10``; ``recip_rank.10`` (accepted,
-    the cutoff ignored) -> ``recip_rank``; ``map`` -> ``map``."""
-    name, k = m.record.name_in("trec_eval", m.cutoff), m.cutoff
+    the cutoff ignored) -> ``recip_rank``; ``map`` -> ``map``; ``Rprec_mult.0.2`` ->
+    ``Rprec_mult_0.20``; ``11pt_avg.0.2,0.8`` -> ``11pt_avg``; ``gm_map`` -> ``gm_map``."""
+    name, k = m.record.name_in("trec_eval", m.cutoff, m.overrides), m.cutoff
+    f = m.record
+    if name.each:
+        value = m.param(name.each)
+        return f"{name.text}.{value!r}", f"{name.text}_{value:3.2f}"
+    if name.whole:
+        value = m.param(name.whole)
+        if value == f.parameter(name.whole).default:
+            return name.text, name.text
+        text = ",".join(repr(v) for v in value) if isinstance(value, tuple) else repr(value)
+        return f"{name.text}.{text}", name.text
     if k is None:
         return name.text, name.text
     return f"{name.text}.{k}", (f"{name.text}_{k}" if name.cut else name.text)
@@ -162,12 +222,18 @@ class TrecEvalEntry(Entry):
     description = "pytrec_eval.RelevanceEvaluator (trec_eval 9 code), relevance_level per measure"
 
     def supports(self, measure: Measure) -> bool:
-        if measure.record.name_in("trec_eval", measure.cutoff) is None:
+        if measure.alpha is not None:
             return False
+        name = measure.record.name_in("trec_eval", measure.cutoff, measure.overrides)
+        if name is None or name.text not in supported_measures():
+            return False
+        if measure.family == "Utility" and measure.params != Measure("Utility").params:
+            return False  # utility's coefficients come back as 0.0 (see the module docstring)
         conv = measure.conventions(PROFILE)
         # only the threshold is a parameter of the call; any other axis a name fixes must
-        # already be trec_eval's (ndcg with custom gains would abort the process)
-        if set(conv.differing_axes(PROFILE)) - {"relevance_threshold"}:
+        # already be trec_eval's (ndcg with custom gains would abort the process) or be fixed
+        # by the measure string itself (gm_map: the geometric mean)
+        if set(conv.differing_axes(PROFILE)) - {"relevance_threshold"} - {a for a, _ in name.fixed}:
             return False
         return conv.relevance_threshold >= 1
 
@@ -217,31 +283,50 @@ class TrecEvalEntry(Entry):
             return {**out, **{m: err for ms in by_level.values() for m in ms}}
         alone = needs_isolation(qrels)  # see "Isolation" above
         for level, ms in by_level.items():
-            strings = sorted({measure_string(m)[0] for m in ms})
-            try:
-                result = isolation.call(relevance_evaluate, q, r, strings, level, alone=alone,
-                                        timeout=ISOLATED_TIMEOUT)
-            except isolation.Fault as fault:  # the library's death is the result
-                why = (" (its ndcg gain table grows with the square of the largest label)"
-                       if fault.kind == "timed_out" else "")
-                err = LibraryValues(error=f"pytrec_eval {fault}{why}")
-                out.update({m: err for m in ms})
-                continue
-            except Exception as exc:  # the library's refusal is the result
-                err = LibraryValues(error=error_text(exc))
-                out.update({m: err for m in ms})
-                continue
-            for m in ms:
-                key = measure_string(m)[1]
-                per_query = {qid: float(vals[key]) for qid, vals in result.items()}
-                with warnings.catch_warnings():  # np.mean of no queries: NaN, as our aggregate
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    mean = pytrec_eval.compute_aggregated_measure(key, list(per_query.values()))
-                out[m] = LibraryValues(per_query=per_query, mean=float(mean))
+            for batch in _batches(ms):
+                strings = sorted({measure_string(m)[0] for m in batch})
+                try:
+                    result = isolation.call(relevance_evaluate, q, r, strings, level, alone=alone,
+                                            timeout=ISOLATED_TIMEOUT)
+                except isolation.Fault as fault:  # the library's death is the result
+                    why = (" (its ndcg gain table grows with the square of the largest label)"
+                           if fault.kind == "timed_out" else "")
+                    err = LibraryValues(error=f"pytrec_eval {fault}{why}")
+                    out.update({m: err for m in batch})
+                    continue
+                except Exception as exc:  # the library's refusal is the result
+                    err = LibraryValues(error=error_text(exc))
+                    out.update({m: err for m in batch})
+                    continue
+                for m in batch:
+                    key = measure_string(m)[1]
+                    per_query = {qid: float(vals[key]) for qid, vals in result.items()}
+                    with warnings.catch_warnings():  # np.mean of no queries: NaN, as our aggregate
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        mean = pytrec_eval.compute_aggregated_measure(key, list(per_query.values()))
+                    if key.startswith("gm_"):  # log(max(v, 1e-5)) per query: read back exp
+                        per_query = {qid: math.exp(v) for qid, v in per_query.items()}
+                    out[m] = LibraryValues(per_query=per_query, mean=float(mean))
         return out
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         return self.evaluate(qrels, run, [measure])[measure]
+
+
+def _batches(ms: list[Measure]) -> list[list[Measure]]:
+    """The measures in calls whose result keys are distinct (see the module docstring): a
+    measure joins the first call where its key is new or already stands for its own string."""
+    batches: list[tuple[dict[str, str], list[Measure]]] = []
+    for m in ms:
+        string, key = measure_string(m)
+        for by_key, batch in batches:
+            if by_key.get(key, string) == string:
+                by_key[key] = string
+                batch.append(m)
+                break
+        else:
+            batches.append(({key: string}, [m]))
+    return [batch for _, batch in batches]
 
 
 ENTRIES: list[Entry] = [TrecEvalEntry()]

@@ -12,14 +12,15 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.conventions import Conventions
+from conformance.conventions import Conventions, geometric_floor
 from conformance.errors import EvaluationError
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
-from conformance.reference.formulas import FORMULAS, Context, JudgedIdeal
+from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READS_POOL, Context,
+                                            JudgedIdeal)
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
-from conformance.reference.ranking import gains, rank
+from conformance.reference.ranking import exponential_shift, gains, rank
 
 
 @dataclass
@@ -28,6 +29,9 @@ class Evaluation:
 
     ``per_query[m]`` is the value (the lower end under ``ties=unspecified``), ``upper[m]`` the
     upper end (the same array otherwise), ``counted[m]`` the queries that enter the aggregate.
+    Under ``mean=geometric`` each value is the query's value raised to the floor (what enters
+    the logarithm); ``curve[m]``: the (lower, upper) aggregate of a family averaged as a curve
+    (RecallAtPrecision), which is no function of the per-query values.
     """
 
     qids: np.ndarray
@@ -35,20 +39,31 @@ class Evaluation:
     upper: dict[Measure, np.ndarray] = field(default_factory=dict)
     counted: dict[Measure, np.ndarray] = field(default_factory=dict)
     conventions: dict[Measure, Conventions] = field(default_factory=dict)
+    curve: dict[Measure, tuple[float, float]] = field(default_factory=dict)
     # Under rounding=N: the values before rounding, (lower, upper), which the mean is taken of.
     unrounded: dict[Measure, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def aggregate(self, m: Measure, upper: bool = False) -> float:
-        """Mean over counted queries (sum for the Num* counts); NaN when no query counts or a
-        counted value is NaN (``empty_query=nan``). Under ``rounding=N`` the mean of the
-        unrounded values, rounded to N places."""
+        """Mean over counted queries (sum for the Num* counts; under ``mean=geometric`` the
+        geometric mean, exp of the mean log); NaN when no query counts or a counted value is
+        NaN (``empty_query=nan``). Under ``rounding=N`` the mean of the unrounded values,
+        rounded to N places."""
+        if m in self.curve:
+            return self.curve[m][1 if upper else 0]
         if m in self.unrounded:
             values = self.unrounded[m][1 if upper else 0][self.counted[m]]
         else:
             values = (self.upper if upper else self.per_query)[m][self.counted[m]]
         if m.aggregate == "sum":
             return float(values.sum())
-        mean = float(values.mean()) if values.size else float("nan")
+        if not values.size:
+            return float("nan")
+        conv = self.conventions.get(m)
+        if conv is not None and "averaging" in m.record.groups and conv.mean != "arithmetic":
+            with np.errstate(invalid="ignore"):  # a NaN value gives a NaN mean, no warning
+                mean = float(np.exp(np.log(values).mean()))
+        else:
+            mean = float(values.mean())
         if m in self.unrounded:
             mean = round(mean, self.conventions[m].rounding)
         return mean
@@ -90,7 +105,7 @@ def evaluate(
         else:  # the query set is fixed by query_set, which measure names cannot override
             if not np.array_equal(result.qids, part.qids):
                 raise EvaluationError("measures in one evaluation disagree on the query set")
-            for d in ("per_query", "upper", "counted", "conventions", "unrounded"):
+            for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
         mask = scored_queries(prep, conventions)
@@ -98,7 +113,8 @@ def evaluate(
     return result
 
 
-UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic_gain"}
+UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic_gain",
+                    "unjudged_first", "judged_first"}
 
 
 def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) -> Evaluation:
@@ -142,7 +158,11 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     jq = local[prep.qrels_q[jmask]]
     jlab = qrels_labels[jmask]
     R_judged = np.bincount(jq[jlab >= conv.relevance_threshold], minlength=nq).astype(np.float64)
-    jgain = gains(jlab, conv)
+    # exponential gains of labels beyond 960 are scaled query by query (ranking.exponential_shift)
+    shift = exponential_shift(jlab, jq, nq) if conv.gain == "exponential" else None
+    if shift is not None:
+        _refuse_unscaled(measures, conv, jlab)
+    jgain = gains(jlab, conv, shift=None if shift is None else shift[jq])
 
     # run side: rows of scored queries, kept under the duplicates policy
     if conv.rank_source == "rank_column":
@@ -185,6 +205,13 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
     judged_ideal = JudgedIdeal(jgain, jq, nq, conv)  # one for every order and both halves
+    keep_labels = any(m.family in READS_LABELS for m in measures)
+    pooled = None
+    if any(m.family in READS_POOL for m in measures):
+        # judged with a negative label: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
+        raw = sel(prep.run_label)
+        with np.errstate(invalid="ignore"):
+            pooled = (raw < 0) & (conv.negative_labels == "unjudged")
 
     def results(part: slice | None) -> dict[Measure, list]:
         """Each measure's (values, empty) per order, from the rows in ``part`` (all: None)."""
@@ -196,8 +223,10 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         def context(tie_rule: str, masked: bool) -> Context:
             labels = masked_labels if masked else sel(run_labels)
             ranked = rank(take(q_rows), take(primary), take(doc), take(sel(prep.run_order)),
-                          take(labels), nq, conv, tie_rule)
-            ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal)
+                          take(labels), nq, conv, tie_rule, keep_labels=keep_labels,
+                          pooled=None if pooled is None else take(pooled), gain_shift=shift)
+            ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal,
+                          judged_label=jlab)
             if masked and conv.ideal == "retrieved":
                 ctx.list_R = cached(tie_rule).R
             return ctx
@@ -213,18 +242,22 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
 
         out = {}
         for m in measures:
-            masked = masked_labels is not None and m.record.kind != "graded"
+            masked = masked_labels is not None and "ranked_relevance" in m.record.groups
             if conv.ties == "unspecified":
-                # a graded measure's ends order tied documents by gain, a binary one's by relevance
-                ends = ("pessimistic_gain", "optimistic_gain") if m.record.kind == "graded" else (
-                    "pessimistic", "optimistic")
-                contexts = [cached(t, masked) for t in ends]
+                # each family's two ends order tied documents by what its value rises with
+                contexts = [cached(t, masked) for t in END_RULES[m.record.ends]]
             else:
                 contexts = [cached(conv.ties, masked)]
             out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+            if m.family in CURVES:
+                curves[m] = [lambda counted, fill, ctx=ctx, m=m: CURVES[m.family](ctx, m, counted, fill)
+                             for ctx in contexts]
         return out
 
+    curves: dict[Measure, list] = {}
     halves = prep.run_halves if q_rows is prep.run_q else query_halves(q_rows, nq)
+    if any(m.family in CURVES for m in measures):
+        halves = [slice(None)]  # a curve is averaged over every query at once
     if len(halves) == 2:
         # Two threads, one per half of the queries (``parallel``). Every value is a function of
         # its own query's rows (per-query sums are taken range by range), so the result is the
@@ -245,7 +278,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     for m in measures:
         results_m = every[m]
         counted = np.ones(nq, bool)
-        if m.aggregate == "mean":
+        if m.aggregate != "sum":  # a mean or a curve: the empty queries settled first
             # each order settles its own 0/0 first: under ties=unspecified a depth cut can
             # make a query empty in one order and not in the other
             if conv.empty_query == "skip" and any(
@@ -259,6 +292,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
                 if empty.any():
                     values, counted = _apply_empty(values, empty, conv, m, prep.qids[scored])
                 settled.append(values)
+            floor = geometric_floor(conv.mean) if "averaging" in m.record.groups else None
+            if floor is not None:
+                settled = [np.maximum(v, floor, where=~np.isnan(v), out=v.copy()) for v in settled]
         else:
             settled = [v for v, _ in results_m]
         lo = np.minimum.reduce(settled)
@@ -268,7 +304,36 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             lo, hi = round_half_even(lo, conv.rounding), round_half_even(hi, conv.rounding)
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
+        if m in curves:
+            fill = {"zero": 0.0, "one": 1.0, "nan": np.nan}.get(conv.empty_query)
+            ends = [f(counted, fill) for f in curves[m]]
+            if conv.rounding is not None:  # a library rounds what it reports, here the curve's value
+                ends = [round(v, conv.rounding) for v in ends]
+            out.curve[m] = (min(ends), max(ends))
     return out
+
+
+# the two orders of each family's tied documents under ties=unspecified (Family.ends); a
+# family whose ends are "none" refuses the tied groups that could change it, in either order
+END_RULES = {
+    "label": ("pessimistic", "optimistic"),
+    "gain": ("pessimistic_gain", "optimistic_gain"),
+    "judged": ("unjudged_first", "judged_first"),
+    "none": ("pessimistic", "optimistic"),
+}
+
+
+def _refuse_unscaled(measures: list[Measure], conv: Conventions, labels: np.ndarray) -> None:
+    """Exponential gains beyond a double are computed scaled (ranking.exponential_shift), which
+    only the families whose value a common factor of the gains cancels from can use."""
+    for m in measures:
+        if "gain" in m.record.axes and not m.record.scale_free:
+            top = float(np.nanmax(labels))
+            raise EvaluationError(
+                f"{m.text}: under gain=exponential the label {top:g} has the gain 2^{top:g} - 1, "
+                "beyond the largest double (about 2^1024); a normalised measure (nDCG) is "
+                "computed with the gains scaled, since the scale cancels out, but this one "
+                "cannot be")
 
 
 def round_half_even(x: np.ndarray, places: int) -> np.ndarray:

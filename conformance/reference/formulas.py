@@ -24,7 +24,9 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
-from conformance.reference.ranking import Ranked, discounts, ideal_dcg, ideal_dcg_at, ideal_terms
+from conformance.reference.ranking import (Ranked, clamp_cutoff, discounts, ideal_dcg, ideal_dcg_at,
+                                           ideal_sorted, ideal_terms, range_sums,
+                                           segment_accumulate)
 
 
 class JudgedIdeal:
@@ -35,8 +37,17 @@ class JudgedIdeal:
     def __init__(self, gain: np.ndarray, q: np.ndarray, n_queries: int, conv: Conventions) -> None:
         self._args = (gain, q, n_queries, conv)
         self._terms = None
+        self._sorted = None
         self._at: dict[int | None, np.ndarray] = {}
         self._lock = threading.Lock()
+
+    def sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each query's judged gains sorted descending: (gains, start, count)."""
+        with self._lock:
+            if self._sorted is None:
+                gain, q, n_queries, _ = self._args
+                self._sorted = ideal_sorted(gain, q, n_queries)
+            return self._sorted
 
     def idcg(self, k: int | None) -> np.ndarray:
         with self._lock:  # the other half waits for the values instead of computing them again
@@ -67,6 +78,89 @@ class Context:
     _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
     # the judged ideal, shared with the other Contexts of the evaluation (built here if not)
     judged_ideal: JudgedIdeal | None = None
+    judged_label: np.ndarray | None = None  # per qrels row of scored queries: label (as judged_q)
+    _judged: np.ndarray | None = None
+    _query_of_rows: np.ndarray | None = None
+
+    def grouped(self) -> Ranked | None:
+        """The ranking with its tied documents grouped (``ties=average``) when the order inside
+        tie groups is not one fixed order: this ranking under ``average``, the averaged one at
+        the ends of ``unspecified``; None under a rule that fixes the order."""
+        if self.tie_rule == "average":
+            return self.ranked
+        return self.tie_groups().ranked if self.tie_groups is not None else None
+
+    def refuse_tied(self, key, k: int | None, what: str) -> None:
+        """Refuse when a tie group reaching into the top k (every group when k is None) holds
+        rows whose ``key`` (Ranked -> per-row values) differ: a family with no closed-form
+        expectation over the orders of such a group, and no proven worst and best order."""
+        g = self.grouped()
+        if g is None or g.pos.size == 0:
+            return
+        x = np.asarray(key(g), dtype=np.float64)
+        x = np.where(np.isnan(x), -np.inf, x)  # unjudged is one value, not unequal to itself
+        first = g.group_start_rows()
+        begins = np.flatnonzero(first == np.arange(x.size))
+        varied = np.minimum.reduceat(x, begins) != np.maximum.reduceat(x, begins)
+        if k is not None:
+            varied &= g.pos[begins] <= clamp_cutoff(k)
+        if varied.any():
+            raise EvaluationError(
+                f"{what} under ties={self.conv.ties}: a tied group holds documents that count "
+                "differently, and the value depends on their order inside it (no closed-form "
+                "expectation, no proven worst and best order); choose another tie rule")
+
+    def judged(self) -> np.ndarray:
+        """Per row: 1.0 if its document is judged (a label that is not NaN), else 0.0 (computed
+        once per ranking; read-only)."""
+        if self._judged is None:
+            self._judged = (~np.isnan(self.ranked.label)).astype(np.float64)
+        return self._judged
+
+    def expected(self, x: np.ndarray, what: str) -> np.ndarray:
+        """``x`` per row, or under ``ties=average`` its mean over each row's tie group."""
+        return self.ranked.group_mean(x, what) if self.tie_rule == "average" else x
+
+    def N_judged_nonrel(self) -> np.ndarray:
+        """Per query: judged documents below the relevance threshold in the relevance universe
+        (the qrels under ideal=judged, the ranked list under ideal=retrieved)."""
+        n = self.ranked.n_queries
+        if self.conv.ideal == "retrieved":
+            self.require_fixed_count(None, "ideal=retrieved with a depth cut")
+            return self.ranked.upto(self.judged() - self.ranked.rel, None)
+        lab = self.judged_label
+        return _bincount(self.judged_q[lab < self.conv.relevance_threshold],
+                           minlength=n).astype(np.float64)
+
+    def universe_labels(self) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, query) of the judged documents of the relevance universe."""
+        if self.conv.ideal == "retrieved":
+            # which documents a depth cut keeps decides it (ERR's emptiness, RBP's largest
+            # label), as it decides the retrieved ideal
+            self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
+            r = self.ranked
+            q = np.repeat(np.arange(r.n_queries), r.n)
+            ok = ~np.isnan(r.label)
+            return r.label[ok], q[ok]
+        return self.judged_label, self.judged_q
+
+    def ideal_gains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each query's gains of the ideal source sorted descending: (gains, start, count)."""
+        if self.conv.ideal == "retrieved":
+            self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
+            r = self.ranked
+            return ideal_sorted(r.gain, np.repeat(np.arange(r.n_queries), r.n), r.n_queries)
+        if self.judged_ideal is None:
+            self.judged_ideal = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries,
+                                            self.conv)
+        return self.judged_ideal.sorted()
+
+    def query_of_rows(self) -> np.ndarray:
+        """Per row: its query (computed once per ranking; read-only)."""
+        if self._query_of_rows is None:
+            r = self.ranked
+            self._query_of_rows = np.repeat(np.arange(r.n_queries), r.n)
+        return self._query_of_rows
 
     def discounted_gains(self) -> np.ndarray:
         if self._gain_discount is None:
@@ -109,7 +203,7 @@ class Context:
         else:
             g, q = self.judged_gain, self.judged_q
         nonzero = (g != 0) & ~np.isnan(g)
-        return np.bincount(q[nonzero], minlength=n) > 0
+        return _bincount(q[nonzero], minlength=n) > 0
 
     def list_denominator(self, k: int | None) -> np.ndarray:
         """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff."""
@@ -150,6 +244,12 @@ class Context:
             )
 
 
+def _bincount(x: np.ndarray, weights: np.ndarray | None = None, minlength: int = 0) -> np.ndarray:
+    """``np.bincount``, as floats when weighted even on no input (numpy gives int64 then)."""
+    out = np.bincount(x, weights=weights, minlength=minlength)
+    return out.astype(np.float64) if weights is not None else out
+
+
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0)
@@ -172,11 +272,16 @@ def recall(ctx: Context, m: Measure) -> Result:
 
 
 def f1(ctx: Context, m: Measure) -> Result:
-    """F1@k = 2 P R / (P + R) = 2 x / (a + R), x relevant in top k and a P's denominator
-    (k or min(k, n)); 0 when x = 0. Empty when R = 0."""
+    """F@k = (1 + beta) P R / (beta P + R) = (1 + beta) x / (beta R + a), x relevant in top k
+    and a P's denominator (k or min(k, n); n without a cutoff: trec_eval's set_F and
+    ir_measures' SetF, whose beta this is); 0 when x = 0. F1 (beta = 1) is 2 x / (a + R).
+    Empty when R = 0. Ties: x is a sum of expected relevances, the denominator fixed."""
     R = ctx.R
     x = ctx.relevant_in_top(m.cutoff)
-    return _safe_div(2.0 * x, ctx.list_denominator(m.cutoff) + R), R == 0
+    beta = m.param("beta")
+    if beta == 1.0:
+        return _safe_div(2.0 * x, ctx.list_denominator(m.cutoff) + R), R == 0
+    return _safe_div((1.0 + beta) * x, beta * R + ctx.list_denominator(m.cutoff)), R == 0
 
 
 def success(ctx: Context, m: Measure) -> Result:
@@ -374,6 +479,702 @@ def num_rel_ret(ctx: Context, m: Measure) -> Result:
     return _never_empty(ctx, ctx.ranked.upto(ctx.ranked.rel, None))
 
 
+# --------------------------------------------------------------------------------------------
+# The families trec_eval, ir_measures, ranx and torchmetrics compute beyond the classic ones.
+# Each docstring says what the family does under ties=average (a closed form over the orders of
+# each tie group, or a refusal) and at the two ends of ties=unspecified (Family.ends).
+# --------------------------------------------------------------------------------------------
+
+
+def hits(ctx: Context, m: Measure) -> Result:
+    """Hits@k = relevant in the top k (the whole list without a cutoff), a count per query,
+    averaged over queries (ranx's hits). Empty when R = 0. Ties: the expected count (average);
+    relevance ends (unspecified)."""
+    return ctx.relevant_in_top(m.cutoff), ctx.R == 0
+
+
+def relative_precision(ctx: Context, m: Measure) -> Result:
+    """RelP@k = relevant in the top k / min(k, R); without a cutoff k is n: relevant retrieved
+    / min(n, R) (trec_eval's relative_P and set_relative_P). 0 when n = 0. Empty when R = 0.
+    Ties: the numerator is a sum of expected relevances, the denominator fixed."""
+    R = ctx.R
+    k = ctx.ranked.cut(m.cutoff) if m.cutoff is None else np.full(R.size, float(clamp_cutoff(m.cutoff)))
+    return _safe_div(ctx.relevant_in_top(m.cutoff), np.minimum(k.astype(float), R)), R == 0
+
+
+def set_ap(ctx: Context, m: Measure) -> Result:
+    """SetAP = x^2 / (n R), x the relevant documents retrieved (set precision times set
+    recall; trec_eval's set_map). 0 when n = 0. Empty when R = 0. Ties: x is fixed unless a
+    depth cut splits a tied group of relevant and non-relevant documents, which ``average``
+    refuses (x is squared: its expectation is not the square of its mean); the value rises with
+    x, so the relevance sorts are the ends of ``unspecified``."""
+    if ctx.tie_rule == "average":
+        ctx.require_fixed_count(None, "SetAP")
+    R = ctx.R
+    x = ctx.relevant_in_top(None)
+    return _safe_div(x * x, ctx.ranked.n * R), R == 0
+
+
+def rprec_mult(ctx: Context, m: Measure) -> Result:
+    """RprecMult(multiple) = P@c with c = floor(multiple x R + 0.9) (trec_eval's Rprec_mult,
+    in its double arithmetic): relevant in the top c / c, the list filled with non-relevant
+    documents when shorter; 0 when c = 0. Empty when R = 0. Ties: the relevant count at a fixed
+    c is a sum of expected relevances (average); relevance ends (unspecified)."""
+    R = ctx.R
+    c = np.floor(m.param("multiple") * R + 0.9)
+    r = ctx.ranked
+    x = range_sums(r.e_rel, r.start, np.minimum(r.n, c).astype(np.int64))
+    return _safe_div(x, c), R == 0
+
+
+def utility(ctx: Context, m: Measure) -> Result:
+    """Utility(a, b, c, d) = a x + b (n - x) + c (R - x) + d (N + x - n - R), x relevant
+    retrieved, N the collection size (trec_eval's -N, 0 unless given; then the last count can
+    be negative, as in trec_eval). Never empty. Ties: x is a sum of expected relevances; it
+    is monotone in the order, so the ends of unspecified are the relevance sorts."""
+    a, b, c, d = m.param("coefficients")
+    N = float(m.param("collection_size"))
+    x = ctx.relevant_in_top(None)
+    n = ctx.ranked.n.astype(np.float64)
+    R = ctx.R.astype(np.float64)
+    return _never_empty(ctx, a * x + b * (n - x) + c * (R - x) + d * (N + x - n - R))
+
+
+def num_nonrel_judged_ret(ctx: Context, m: Measure) -> Result:
+    """NumNonRelJudgedRet: retrieved documents (after ``depth``) judged with a label below the
+    threshold (trec_eval's num_nonrel_judged_ret: num_ret - unjudged - num_rel_ret). Ties: only
+    a depth cut through a tied group can change it; under ``average`` the count is the sum of
+    each kept row's expected judged non-relevance; no order of tied relevant, judged
+    non-relevant and unjudged documents is proven extreme for it, so ``unspecified`` refuses
+    a depth cut through a tied group of unequal labels (as ``average`` does)."""
+    jnonrel = ctx.judged() - ctx.ranked.rel
+    g = ctx.grouped()
+    if ctx.tie_rule != "average" and g is not None and ctx.conv.depth is not None:
+        g.group_mean((~np.isnan(g.label)) & (g.rel == 0), f"{m.text} (ties={ctx.conv.ties})")
+    return _never_empty(ctx, ctx.ranked.upto(ctx.expected(jnonrel, m.text), None))
+
+
+def bpref(ctx: Context, m: Measure) -> Result:
+    """Bpref = (1 / R) sum over retrieved relevant r of 1 - min(n_r, R) / D, n_r the judged
+    non-relevant documents ranked above r (unjudged ones are skipped), N the judged non-relevant
+    documents of the universe and D = min(R, N) (``bpref_denominator=min_r_n``, trec_eval) or R
+    (``r``); a term is 1 when n_r = 0 (so D = 0 never divides). Empty when R = 0.
+
+    Ties, ``average``: a relevant document of a tie group holding b judged non-relevant ones,
+    with c ranked before the group, has a uniformly random number X in 0..b of them above it,
+    so its expected term is 1 - E[min(c + X, R)] / D, with sum over x of min(c + x, R) =
+    t c + t (t - 1) / 2 + (b + 1 - t) R, t = clip(R - c + 1, 0, b + 1). A depth cut through a
+    tied group of relevant and non-relevant documents is refused. ``unspecified``: a relevant
+    document's term only falls as non-relevant ones move above it: the relevance sorts."""
+    R = ctx.R.astype(np.float64)
+    N = ctx.N_judged_nonrel()
+    D = np.minimum(R, N) if ctx.conv.bpref_denominator == "min_r_n" else R
+    r = ctx.ranked
+    jnonrel = ctx.judged() - r.rel
+    before = r.before(jnonrel)
+    if ctx.tie_rule == "average":
+        if r.splits_mixed_group(None).any():
+            raise EvaluationError(
+                "bpref under ties=average: the depth cut splits a tied group of relevant and "
+                "non-relevant documents; choose another tie rule")
+        at = np.flatnonzero(r.e_rel > 0)  # rows of groups holding a relevant document
+        first = r.group_start_rows()[at]
+        c = before[first]
+        b = np.round(ctx.expected(jnonrel, "bpref")[at] * r.group_size()[at])
+    else:
+        at = np.flatnonzero(r.rel > 0)  # the terms are the relevant rows'
+        c = before[at]
+        b = np.zeros(at.size)
+    q = ctx.query_of_rows()[at]
+    Rq = R[q]
+    t = np.clip(Rq - c + 1.0, 0.0, b + 1.0)
+    mean_min = (t * c + t * (t - 1.0) / 2.0 + (b + 1.0 - t) * Rq) / (b + 1.0)
+    term = r.e_rel[at] * (1.0 - _safe_div(mean_min, D[q]))
+    return _safe_div(_bincount(q, weights=term, minlength=r.n_queries), R), R == 0
+
+
+INFAP_EPSILON = 0.00001  # trec_eval.h
+
+
+def inf_ap(ctx: Context, m: Measure) -> Result:
+    """infAP (Yilmaz & Aslam 2006, as trec_eval computes it): for the relevant document at
+    rank i (j = i - 1 documents above it, r of them relevant, nr judged non-relevant, p in the
+    pool but unjudged: judged with a negative label under ``negative_labels=unjudged``), the
+    term is 1 when i = 1, else 1/i + (j/i) ((r + nr + p) / j) ((r + eps) / (r + nr + 2 eps)),
+    eps = 0.00001; documents not in the qrels count in j only. Sum / R. Empty when R = 0.
+
+    Ties: no closed form and no proven worst and best order (a term mixes ratios of the
+    counts above it): a tie group holding documents of two kinds (relevant, judged
+    non-relevant, pooled unjudged, not pooled) is refused under ``average`` and
+    ``unspecified``."""
+    r = ctx.ranked
+
+    def kind(g: Ranked) -> np.ndarray:
+        judged = ~np.isnan(g.label)
+        return np.where(g.rel > 0, 3.0, np.where(judged, 2.0, np.where(g.pooled, 1.0, 0.0)))
+
+    ctx.refuse_tied(kind, None, "infAP")
+    at = np.flatnonzero(r.rel > 0)
+    rel_b = r.before(r.rel)[at]
+    judged_b = r.before(ctx.judged())[at]
+    nonrel_b = judged_b - rel_b
+    pool_b = r.before(r.pooled.astype(np.float64))[at]
+    j = (r.pos[at] - 1).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        later = (1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_b + nonrel_b + pool_b) / j)
+                 * ((rel_b + INFAP_EPSILON) / (rel_b + nonrel_b + 2 * INFAP_EPSILON)))
+    term = np.where(j == 0, 1.0, later)
+    R = ctx.R
+    total = _bincount(ctx.query_of_rows()[at], weights=term, minlength=r.n_queries)
+    return _safe_div(total, R.astype(np.float64)), R == 0
+
+
+def judged_at(ctx: Context, m: Measure) -> Result:
+    """Judged@k = judged documents in the top k / min(k, n) (``k_beyond_list=min_k_n``,
+    ir_measures' judged provider) or / k; without a cutoff, over the whole list. A document is
+    judged when the qrels hold a label for it (a negative label under ``negative_labels=
+    unjudged`` is not). 0 when nothing is retrieved. Never empty. Ties: the count is a sum of
+    each row's expected judgedness (average); judged documents last / first (unspecified)."""
+    judged = ctx.expected(ctx.judged(), f"Judged@{m.cutoff}")
+    return _never_empty(ctx, _safe_div(ctx.ranked.upto(judged, m.cutoff),
+                                       ctx.list_denominator(m.cutoff)))
+
+
+def unjudged_at(ctx: Context, m: Measure) -> Result:
+    """Unjudged@k = unjudged documents in the top k / k (``k_beyond_list=k``: trec_eval 10's
+    unj, the missing ranks counted judged) or / min(k, n). Never empty. Ties as Judged."""
+    unjudged = ctx.expected(1.0 - ctx.judged(), f"Unjudged@{m.cutoff}")
+    return _never_empty(ctx, _safe_div(ctx.ranked.upto(unjudged, m.cutoff),
+                                       ctx.list_denominator(m.cutoff)))
+
+
+def _round_half_up(x: np.ndarray) -> np.ndarray:
+    """C's lround for x >= 0: halves away from zero (not numpy's half to even)."""
+    f = np.floor(x)
+    return f + (x - f >= 0.5)
+
+
+def _iprec_levels(ctx: Context, m: Measure, levels: tuple[float, ...], what: str) -> list:
+    """IPrec at each recall level, per query (see :func:`iprec`)."""
+    if ctx.tie_rule == "average":
+        ctx.refuse_tied(lambda g: g.rel, None, what)
+    r = ctx.ranked
+    R = ctx.R.astype(np.float64)
+    at = np.flatnonzero(r.rel > 0)  # relevant rows, query by query
+    q = ctx.query_of_rows()[at]
+    count = _bincount(q, minlength=r.n_queries)
+    cstart = np.cumsum(count) - count
+    prec = (r.before(r.rel)[at] + 1.0) / r.pos[at]
+    best = segment_accumulate(np.maximum, prec, cstart, count, reverse=True)
+    out = []
+    for level in levels:
+        wanted = level * R
+        c = _round_half_up(wanted) if ctx.conv.iprec_rank == "round" else np.floor(wanted + 0.9)
+        c = np.maximum(c, 1.0)  # level 0 reads the precision at the first relevant document
+        found = c <= count
+        value = np.zeros(r.n_queries)
+        idx = (cstart + c - 1).astype(np.int64)[found]
+        value[found] = best[idx]
+        out.append(value)
+    return out
+
+
+def iprec(ctx: Context, m: Measure) -> Result:
+    """IPrec@x: the highest precision P@i over the ranks i at or below the c-th relevant
+    document, c the relevant count level x asks for (``iprec_rank``: round(x R), trec_eval 10;
+    floor(x R + 0.9), trec_eval 9), c = 0 read as 1; 0 when fewer than c relevant documents
+    are retrieved. Empty when R = 0. Ties: the highest of ratios has no closed form under
+    ``average`` (a tie group of relevant and non-relevant documents is refused); every P@i
+    rises as relevant documents move up, so the relevance sorts are the ends of
+    ``unspecified``."""
+    return _iprec_levels(ctx, m, (m.param("recall"),), f"IPrec@{m.param('recall')}")[0], ctx.R == 0
+
+
+def iprec_avg(ctx: Context, m: Measure) -> Result:
+    """IPrecAvg: the mean of IPrec over ``recall_levels`` (trec_eval's 11pt_avg: 0, 0.1, ...,
+    1). Empty when R = 0. Ties as IPrec."""
+    levels = m.param("recall_levels")
+    values = _iprec_levels(ctx, m, levels, "IPrecAvg")
+    return np.sum(values, axis=0) / len(levels), ctx.R == 0
+
+
+def bin_g(ctx: Context, m: Measure) -> Result:
+    """binG = (1 / R) sum over retrieved relevant documents of 1 / log2(2 + c), c the
+    non-relevant (or unjudged) documents ranked above it (trec_eval's binG). Empty when R = 0.
+    Ties, ``average``: a relevant document of a group of b non-relevant ones, c before the
+    group, has X uniform in 0..b of them above it: E = (H(c + b + 1) - H(c)) / (b + 1),
+    H(m) = sum over j < m of 1 / log2(2 + j); a depth cut through a mixed group is refused.
+    ``unspecified``: the relevance sorts (a term only falls as non-relevant ones move up)."""
+    r = ctx.ranked
+    R = ctx.R.astype(np.float64)
+    nonrel = 1.0 - r.rel
+    if ctx.tie_rule == "average":
+        if r.splits_mixed_group(None).any():
+            raise EvaluationError("binG under ties=average: the depth cut splits a tied group "
+                                  "of relevant and non-relevant documents; choose another tie rule")
+        first = r.group_start_rows()
+        c = r.before(nonrel)[first]
+        b = np.round(ctx.expected(nonrel, "binG") * r.group_size())
+        top = int((c + b).max(initial=0.0)) + 2
+        H = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(2.0 + np.arange(top)))])
+        term = r.e_rel * (H[(c + b + 1).astype(np.int64)] - H[c.astype(np.int64)]) / (b + 1.0)
+    else:
+        term = r.rel / np.log2(2.0 + r.before(nonrel))
+    return _safe_div(r.upto(term, None), R), R == 0
+
+
+def _prefix_sums(ctx: Context, x: np.ndarray) -> np.ndarray:
+    r = ctx.ranked
+    return segment_accumulate(np.add, x, r.start, r.n)
+
+
+def _ideal_positive(ctx: Context):
+    """The ideal source's positive gains, as trec_eval's gain tables walk them (largest
+    first, stopping at the first gain <= 0): (gains sorted, start, count, P the positive
+    ones per query)."""
+    g, start, n = ctx.ideal_gains()
+    q = np.repeat(np.arange(n.size), n)
+    P = _bincount(q[g > 0], minlength=n.size)
+    return g, start, n, P
+
+
+def g_measure(ctx: Context, m: Measure) -> Result:
+    """G (trec_eval's experimental normalised gain): sum over ranks i of g_i / log2(2 + C_i -
+    S_i), S_i the gain in the top i, C_i the sum over ranks j <= i of max(I_j, 1), I_j the
+    ideal's j-th positive gain (0 past them); divided by the sum of the ideal's positive gains.
+    Empty when that sum is 0. Ties: no closed form and no proven ends: a tie group of unequal
+    gains is refused under ``average`` and ``unspecified``."""
+    ctx.refuse_tied(lambda g: g.gain, None, "G")
+    r = ctx.ranked
+    g, istart, icount, P = _ideal_positive(ctx)
+    q = ctx.query_of_rows()
+    at = istart[q] + r.pos - 1
+    inside = r.pos <= P[q]
+    ideal = np.where(inside, g[np.minimum(at, max(g.size - 1, 0))] if g.size else 0.0, 0.0)
+    cost = _prefix_sums(ctx, np.maximum(ideal, 1.0))
+    got = _prefix_sums(ctx, r.gain)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(r.gain != 0, r.gain / np.log2(2.0 + cost - got), 0.0)
+    total = range_sums(np.where(g > 0, g, 0.0), istart, icount)
+    return _safe_div(r.upto(term, None), total), total <= 0
+
+
+def _dcg_prefix(ctx: Context) -> np.ndarray:
+    """Per row: DCG of its query's list down to it, summed in list order."""
+    return _prefix_sums(ctx, ctx.discounted_gains())
+
+
+def _ideal_prefix(ctx: Context):
+    """(per ideal row: the ideal DCG of its query down to it over the positive gains, start,
+    count, P)."""
+    g, istart, icount, P = _ideal_positive(ctx)
+    q = np.repeat(np.arange(icount.size), icount)
+    pos = np.arange(g.size) - istart[q] + 1
+    terms = np.where(g > 0, g, 0.0) * discounts(pos, ctx.conv)
+    return segment_accumulate(np.add, terms, istart, icount), istart, icount, P
+
+
+def ndcg_rel(ctx: Context, m: Measure) -> Result:
+    """nDCGRel (trec_eval's ndcg_rel): (1 / P) (sum over retrieved documents of positive gain,
+    at rank i, of DCG@i / IDCG@min(i, P) + (P - their number) DCG@n / IDCG@P), P the documents
+    of positive gain in the ideal source; IDCG sums the positive gains only. Empty when P = 0
+    (or the sum is not positive: trec_eval reports 0 then). Ties: refused as G's."""
+    ctx.refuse_tied(lambda g: g.gain, None, "nDCGRel")
+    r = ctx.ranked
+    dcg_at = _dcg_prefix(ctx)
+    iprefix, istart, icount, P = _ideal_prefix(ctx)
+    q = ctx.query_of_rows()
+    Pq = P[q]
+    ideal_at = np.where(Pq > 0, iprefix[np.maximum(istart[q] + np.minimum(r.pos, Pq) - 1, 0)]
+                        if iprefix.size else 0.0, 0.0)
+    positive = r.gain > 0
+    per_row = np.where(positive, _safe_div(dcg_at, ideal_at), 0.0)
+    found = _bincount(q[positive], minlength=r.n_queries)
+    last = np.where(r.n > 0, dcg_at[np.maximum(r.start + r.n - 1, 0)] if dcg_at.size else 0.0, 0.0)
+    ideal_all = np.where(P > 0, iprefix[np.maximum(istart + P - 1, 0)] if iprefix.size else 0.0, 0.0)
+    total = r.upto(per_row, None) + (P - found) * _safe_div(last, ideal_all)
+    value = np.where(total > 0, _safe_div(total, P.astype(np.float64)), 0.0)
+    return value, P == 0
+
+
+def rndcg(ctx: Context, m: Measure) -> Result:
+    """RnDCG (trec_eval's Rndcg): the mean of DCG@min(b, n) / IDCG@b over the ranks b <= P at
+    which the ideal gain changes (b = P always: the gain falls to 0 there) and, when n > P + 1,
+    of DCG@n / IDCG@P. Empty when R = 0 (trec_eval's 0) or P = 0. Ties: refused as G's."""
+    ctx.refuse_tied(lambda g: g.gain, None, "RnDCG")
+    r = ctx.ranked
+    dcg_at = _dcg_prefix(ctx)
+    iprefix, istart, icount, P = _ideal_prefix(ctx)
+    g, _, _, _ = _ideal_positive(ctx)
+    iq = np.repeat(np.arange(icount.size), icount)
+    ipos = np.arange(g.size) - istart[iq] + 1  # 1-based rank in the ideal
+    # ranks b (1-based counts of documents above the change) where the gain changes, b < P
+    change = np.zeros(g.size, bool)
+    change[1:] = (g[1:] != g[:-1]) & (iq[1:] == iq[:-1])
+    change &= ipos <= P[iq]  # ipos - 1 < P: the change lies inside the positive gains
+    bq = np.concatenate([iq[change], np.flatnonzero(P > 0), np.flatnonzero((P > 0) & (r.n >= P + 2))])
+    b = np.concatenate([ipos[change] - 1, P[P > 0], r.n[(P > 0) & (r.n >= P + 2)]]).astype(np.int64)
+    dcg_b = np.where(r.n[bq] > 0, dcg_at[np.maximum(r.start[bq] + np.minimum(b, r.n[bq]) - 1, 0)]
+                     if dcg_at.size else 0.0, 0.0)
+    ideal_b = iprefix[istart[bq] + np.minimum(b, P[bq]) - 1] if b.size else np.zeros(0)
+    values = _safe_div(dcg_b, ideal_b)
+    count = _bincount(bq, minlength=r.n_queries)
+    total = _bincount(bq, weights=values, minlength=r.n_queries)
+    R = ctx.R
+    return _safe_div(total, count.astype(np.float64)), (R == 0) | (P == 0)
+
+
+def _universe_top(ctx: Context) -> np.ndarray:
+    labels, q = ctx.universe_labels()
+    top = np.full(ctx.ranked.n_queries, -np.inf)
+    np.maximum.at(top, q, labels)
+    return top
+
+
+def err(ctx: Context, m: Measure) -> Result:
+    """ERR@k (Chapelle et al. 2009; gdeval): sum over ranks i <= k of R_i / i x prod over j < i
+    of (1 - R_j), R = (2^g - 1) / 2^g_max for a label g > 0 (``err_max_grade``), 0 for other
+    labels and unjudged documents; the product is taken in list order. A label above g_max in
+    the relevance universe is refused (gdeval dies on it). Empty when no label is positive.
+
+    Ties: ``average`` has no closed form (the product couples the ranks): a tie group of
+    unequal labels in the top k is refused. At the ends of ``unspecified`` the label sorts:
+    swapping adjacent documents a above b changes ERR by (R_a - R_b)(1/i - 1/(i + 1)), so
+    sorting tied documents by label maximises ERR, the reverse minimises it."""
+    if ctx.tie_rule == "average":
+        ctx.refuse_tied(lambda g: g.label, m.cutoff, f"ERR@{m.cutoff}")
+    r = ctx.ranked
+    top_grade = ctx.conv.err_max_grade
+    labels, _ = ctx.universe_labels()
+    if labels.size and float(labels.max()) > top_grade:
+        raise EvaluationError(
+            f"ERR: label {float(labels.max()):g} is above err_max_grade={top_grade}, so its "
+            f"stopping probability (2^g - 1) / 2^{top_grade} would exceed 1 (gdeval refuses "
+            "labels above 4); set err_max_grade to the largest grade")
+    # only the top k is read: the running product over those rows alone
+    kk = r.cut(m.cutoff)
+    if m.cutoff is not None and int(kk.sum()) < r.pos.size:
+        rows = np.flatnonzero(r.pos <= clamp_cutoff(m.cutoff))
+    else:
+        rows = slice(None)
+    lab, pos = r.label[rows], r.pos[rows]
+    start = np.cumsum(kk) - kk
+    g = np.where(lab > 0, lab, 0.0)  # NaN compares False: 0
+    stop = (np.exp2(g) - 1.0) / 2.0 ** top_grade
+    go_on = segment_accumulate(np.multiply, 1.0 - stop, start, kk)
+    decay = np.ones(stop.size)
+    if stop.size:
+        decay[1:] = go_on[:-1]
+        decay[pos == 1] = 1.0
+    term = stop * decay / pos
+    return range_sums(term, start, kk), ~(_universe_top(ctx) > 0)
+
+
+def _rbp_weights(ctx: Context, p: float) -> tuple[np.ndarray, float]:
+    """Per row: the RBP weight of its rank, (1 - p) p^(i - 1), or over a horizon of N ranks
+    (1 - p) p^(i - 1) / (1 - p^N) up to N and 0 beyond; and the factor 1 / (1 - p^N)."""
+    r = ctx.ranked
+    # one weight per rank, read by every row at it
+    table = (1.0 - p) * np.power(p, np.arange(int(r.n.max(initial=0)), dtype=np.float64))
+    w = table[r.pos - 1]
+    N = ctx.conv.weights_horizon
+    if N is None:
+        return w, 1.0
+    scale = 1.0 / (1.0 - p ** N)
+    return np.where(r.pos <= N, w * scale, 0.0), scale
+
+
+def rbp(ctx: Context, m: Measure) -> Result:
+    """RBP(p) = sum over ranks i of g_i (1 - p) p^(i - 1) (Moffat & Zobel 2008); over a horizon
+    of N ranks (``weights_horizon``, cwl_eval's 1000) each weight is divided by 1 - p^N and
+    ranks past N count 0. g_i by ``rbp_gain``: ``binary`` 1 when relevant; ``label`` the label
+    when it is L or above (ranx); ``label_over_max`` the positive label over the largest label
+    of the query when that exceeds 1, the threshold unread (trec_eval 10). Empty when no judged
+    document has a positive gain. Ties: linear in each rank's expected gain (average; a depth
+    cut through a tied group of unequal gains is refused); weights fall with the rank, so the
+    label sorts are the ends of ``unspecified``."""
+    r = ctx.ranked
+    p = m.param("p")
+    kind = ctx.conv.rbp_gain
+    if kind == "binary":
+        gain, empty = r.e_rel, ctx.R == 0
+    else:
+        lab = np.where(np.isnan(r.label), 0.0, r.label)
+        if kind == "label":
+            raw = np.where(lab >= ctx.conv.relevance_threshold, lab, 0.0)
+            empty = ctx.R == 0
+        else:
+            top = _universe_top(ctx)
+            scale = np.where(top > 1, top, 1.0)
+            raw = np.maximum(lab, 0.0) / scale[ctx.query_of_rows()]
+            empty = ~(top > 0)
+        gain = ctx.expected(raw, f"RBP(p={p})")
+    w, _ = _rbp_weights(ctx, p)
+    return r.upto(gain * w, None), empty
+
+
+def rbp_resid(ctx: Context, m: Measure) -> Result:
+    """RBPResid(p): how much RBP could rise if every unjudged document were relevant and the
+    list went on relevant: (1 - p) sum over unjudged ranks i of p^(i - 1), plus the weight of
+    the ranks past the list, p^n (over a horizon of N: (p^n - p^N) / (1 - p^N), weights as in
+    RBP). ``residual_tail=unjudged_only`` (trec_eval 10): 0 when every retrieved document is
+    judged. Never empty. Ties: linear in each rank's expected unjudgedness (average); it only
+    rises as unjudged documents move up, so those are the ends of ``unspecified``."""
+    r = ctx.ranked
+    p = m.param("p")
+    unjudged = 1.0 - ctx.judged()
+    w, scale = _rbp_weights(ctx, p)
+    n = r.n.astype(np.float64)
+    N = ctx.conv.weights_horizon
+    if N is None:
+        tail = np.power(p, n)
+    else:
+        tail = np.where(n < N, (np.power(p, n) - p ** N) * scale, 0.0)
+    value = r.upto(ctx.expected(unjudged, f"RBPResid(p={p})") * w, None) + tail
+    if ctx.conv.residual_tail == "unjudged_only":
+        value = np.where(r.upto(unjudged, None) > 0, value, 0.0)
+    return _never_empty(ctx, value)
+
+
+# The C/W/L measures (cwl_eval, Azzopardi, Thomas & Moffat 2019): a user who has examined rank i
+# goes on with probability C_i; the weight of rank i is prod over j < i of C_j, normalised to
+# sum to 1 over the N ranks read; the value is the weighted sum of the gains. Each function
+# below gives C for ranks 1..N: from the rank alone (one vector) or from the gains too (one row
+# per query).
+def _cwl_c_sdcg(i, g, cum, m):
+    k = m.cutoff
+    return np.where(i < k, np.log(i + 1.0) / np.log(i + 2.0), 0.0)
+
+
+def _cwl_c_insq(i, g, cum, m):
+    T = m.param("T")
+    return ((i + 2.0 * T - 1.0) / (i + 2.0 * T)) ** 2.0
+
+
+def _cwl_c_nerr8(i, g, cum, m):
+    return np.where(i < m.cutoff, 1.0 - g, 0.0)
+
+
+def _cwl_c_nerr9(i, g, cum, m):
+    return np.where(i < m.cutoff, (1.0 * i / (i + 1.0)) * (1.0 - g), 0.0)
+
+
+def _cwl_c_nerr10(i, g, cum, m):
+    return m.param("p") * (1.0 - g)
+
+
+def _cwl_c_nerr11(i, g, cum, m):
+    T = m.param("T")
+    return (((i + (2.0 * T) - 1.0) / (i + (2.0 * T))) ** 2.0) * (1.0 - g)
+
+
+def _cwl_c_inst(i, g, cum, m):
+    T = m.param("T")
+    Ti = T - cum
+    return ((i + T + Ti - 1.0) / (i + T + Ti)) ** 2.0
+
+
+def _cwl_c_bpm(i, g, cum, m):
+    return np.where((cum < m.param("T")) & (i < m.cutoff), 1.0, 0.0)
+
+
+# family -> (continuation, reads the gains, reads only the top k)
+_CWL = {
+    "SDCG": (_cwl_c_sdcg, False, True),
+    "INSQ": (_cwl_c_insq, False, False),
+    "NERR8": (_cwl_c_nerr8, True, True),
+    "NERR9": (_cwl_c_nerr9, True, True),
+    "NERR10": (_cwl_c_nerr10, True, False),
+    "NERR11": (_cwl_c_nerr11, True, False),
+    "INST": (_cwl_c_inst, True, False),
+    "BPM": (_cwl_c_bpm, True, True),
+}
+_CWL_BLOCK = 1 << 22  # cells of one (queries x ranks) block
+
+
+def _cwl_weights(c: np.ndarray) -> np.ndarray:
+    """The C/W/L weights of continuation probabilities ``c`` (last axis: ranks 1..N), computed
+    as cwl_eval does: [1, C_1, C_1 C_2, ...] over their sum."""
+    u = np.ones(c.shape)
+    u[..., 1:] = np.cumprod(c[..., :-1], axis=-1)
+    return u / u.sum(axis=-1, keepdims=True)
+
+
+def cwl(ctx: Context, m: Measure) -> Result:
+    """The C/W/L measures through cwl_eval (ir_measures' provider): gains g = (clip(label,
+    min_rel, max_rel) - min_rel) / (max_rel - min_rel), negative labels first read as 0 and
+    unjudged documents 0 (cwl_eval's worst case); ranks 1..N read (``weights_horizon``; a list
+    shorter than N is filled with gain 0, a longer one cut), continuation C_i by family
+    (Family.formula), weights prod over j < i of C_j normalised over the N ranks, the value the
+    weighted sum of the gains. SDCG, NERR8, NERR9 and BPM read only the top k, so an endless
+    horizon is the top k; INSQ, INST, NERR10 and NERR11 need a horizon N. Never empty.
+
+    Ties: SDCG and INSQ weigh each rank by its position alone, so under ``average`` the value
+    is linear in each rank's expected gain and the label sorts are the ends of
+    ``unspecified``; in the others C depends on the gains: a tie group of unequal labels is
+    refused under both rules."""
+    f = m.record
+    cont, reads_gains, top_only = _CWL[m.family]
+    lo, hi = m.param("min_rel"), m.param("max_rel")
+    if hi <= lo:
+        raise EvaluationError(f"{m.text}: max_rel must be above min_rel (cwl_eval asserts it)")
+    N = ctx.conv.weights_horizon
+    if N is None:
+        if not top_only:
+            raise EvaluationError(
+                f"{m.text}: {m.family} weighs every rank of an endless list, which has no closed "
+                "form here; set weights_horizon=N (cwl_eval reads 1000 ranks)")
+        N = int(clamp_cutoff(m.cutoff))
+        N = min(N, int(ctx.ranked.n.max(initial=0)) + 1)  # ranks past every list add nothing
+    if f.ends == "none" or ctx.tie_rule == "average":
+        if f.ends == "none" or reads_gains:
+            ctx.refuse_tied(lambda g: g.label, None if not top_only else m.cutoff, m.text)
+    r = ctx.ranked
+    lab = np.where(np.isnan(r.label), 0.0, np.maximum(r.label, 0.0))
+    gain = (np.clip(lab, lo, hi) - lo) / (hi - lo)
+    keep = r.pos <= N
+    ranks = np.arange(1, N + 1, dtype=np.float64)
+    if not reads_gains:
+        w = _cwl_weights(cont(ranks, None, None, m))
+        g = ctx.expected(gain, m.text)
+        return _never_empty(ctx, r.upto(np.where(keep, g * w[np.minimum(r.pos, N) - 1], 0.0), None))
+    out = np.zeros(r.n_queries)
+    q = ctx.query_of_rows()
+    per_block = max(1, _CWL_BLOCK // N)
+    for first in range(0, r.n_queries, per_block):
+        last = min(first + per_block, r.n_queries)
+        rows = keep & (q >= first) & (q < last)
+        G = np.zeros((last - first, N))
+        G[q[rows] - first, r.pos[rows] - 1] = gain[rows]
+        C = cont(ranks[None, :], G, np.cumsum(G, axis=1), m)
+        out[first:last] = (_cwl_weights(C) * G).sum(axis=1)
+    return _never_empty(ctx, out)
+
+
+def fall_out(ctx: Context, m: Measure) -> Result:
+    """FallOut@k = non-relevant documents in the top k / N, N the non-relevant documents of the
+    relevance universe: the list's (unjudged included) under ideal=retrieved, the judged
+    non-relevant ones plus the unjudged retrieved under ideal=judged. Empty when N = 0
+    (torchmetrics: no non-relevant target). Ties: the count is a sum of expected relevances
+    (average); relevance sorts (unspecified)."""
+    r = ctx.ranked
+    kk = r.cut(m.cutoff).astype(np.float64)
+    nonrel_top = kk - ctx.relevant_in_top(m.cutoff)
+    if ctx.conv.ideal == "retrieved":
+        N = r.n - ctx.R
+    else:
+        # the unjudged documents a depth cut keeps sit in the denominator: a cut through a tied
+        # group of judged and unjudged ones is refused under average and unspecified
+        g = ctx.grouped()
+        if g is not None and ctx.conv.depth is not None:
+            g.group_mean(~np.isnan(g.label), f"FallOut@{m.cutoff} (ties={ctx.conv.ties})")
+        N = ctx.N_judged_nonrel() + r.upto(1.0 - ctx.judged(), None)
+    return _safe_div(nonrel_top, N.astype(np.float64)), N == 0
+
+
+def auroc(ctx: Context, m: Measure) -> Result:
+    """AUROC@k: the fraction of (relevant, non-relevant) pairs of the top k in which the
+    relevant document ranks first; 0 when the top k holds only one of the two (torchmetrics'
+    RetrievalAUROC). Empty when R = 0. Ties: under ``average`` a tied pair counts 1/2 (what
+    an AUROC of the scores gives): a relevant document with c non-relevant ones before its
+    group of b counts b_top - c - b/2 pairs; a cut through a mixed group is refused (which
+    documents are in the top k would be random). At the ends of ``unspecified``, the relevance
+    sorts (a tied pair counts 0 and 1)."""
+    k = m.cutoff
+    ctx.require_fixed_count(k, f"AUROC@{k}")
+    r = ctx.ranked
+    kk = r.cut(k).astype(np.float64)
+    a = ctx.relevant_in_top(k)
+    b = kk - a
+    nonrel = 1.0 - r.rel
+    if ctx.tie_rule == "average":
+        first = r.group_start_rows()
+        c = r.before(nonrel)[first]
+        bg = np.round(ctx.expected(nonrel, "AUROC") * r.group_size())
+    else:
+        c = r.before(nonrel)
+        bg = np.zeros(c.size)
+    q = ctx.query_of_rows()
+    pairs = r.upto(r.e_rel * (b[q] - c - bg / 2.0), k)
+    value = np.where((a > 0) & (b > 0), _safe_div(pairs, a * b), 0.0)
+    return value, ctx.R == 0
+
+
+def _pr_rows(ctx: Context, m: Measure):
+    """Per row (ranks up to the cutoff): the relevant count down to it, its query, R."""
+    r = ctx.ranked
+    cum = r.before(r.rel) + r.rel
+    q = ctx.query_of_rows()
+    keep = r.pos <= clamp_cutoff(m.cutoff) if m.cutoff is not None else np.ones(r.pos.size, bool)
+    return cum, q, keep
+
+
+def recall_at_precision(ctx: Context, m: Measure) -> Result:
+    """RecallAtPrecision(min_precision)@k: the highest R@j over j <= k (the whole list without
+    a cutoff) with P@j >= min_precision, 0 when no j reaches it; R over the universe's R.
+    Empty when R = 0. Ties: the highest of ratios has no closed form (``average`` refuses a
+    tie group of relevant and non-relevant documents in the top k); every P@j and R@j rises as
+    relevant documents move up, so the relevance sorts are the ends of ``unspecified``. The
+    aggregate is not a mean of these values (see :func:`recall_at_precision_curve`)."""
+    if ctx.tie_rule == "average":
+        ctx.refuse_tied(lambda g: g.rel, m.cutoff, m.text)
+    r = ctx.ranked
+    R = ctx.R.astype(np.float64)
+    cum, q, keep = _pr_rows(ctx, m)
+    rec = _safe_div(cum, R[q])
+    ok = keep & (cum / r.pos >= m.param("min_precision"))
+    best = np.zeros(r.n_queries)
+    np.maximum.at(best, q[ok], rec[ok])
+    return best, R == 0
+
+
+def recall_at_precision_curve(ctx: Context, m: Measure, counted: np.ndarray,
+                              fill: float | None) -> float:
+    """The aggregate of RecallAtPrecision, as torchmetrics' RetrievalRecallAtFixedPrecision
+    computes it: the precision and recall curves P@j and R@j, j = 1..K (K the cutoff, or the
+    longest list), averaged over the counted queries (an empty query's curves are all ``fill``
+    under empty_query=zero or one), then the highest mean R@j whose mean P@j reaches
+    min_precision; 0 when none does, NaN when no query counts. Past the end of a list, P@j is
+    its relevant count over j (over n under ``k_beyond_list=min_k_n``) and R@j stays."""
+    r = ctx.ranked
+    R = ctx.R.astype(np.float64)
+    K = int(clamp_cutoff(m.cutoff)) if m.cutoff is not None else int(r.n.max(initial=1))
+    K = max(K, 1)
+    empty = R == 0
+    use = counted & ~empty
+    cum, q, keep = _pr_rows(ctx, m)
+    rows = keep & use[q]
+    j = r.pos[rows] - 1
+    P_sum = _bincount(j, weights=cum[rows] / r.pos[rows], minlength=K)[:K]
+    R_sum = _bincount(j, weights=_safe_div(cum[rows], R[q[rows]]), minlength=K)[:K]
+    # past the end of each list: relevant count over j (or over n), recall held
+    total = r.upto(r.rel, None)
+    short = use & (r.n < K)
+    ends = r.n[short]
+    at_end = _bincount(ends, weights=total[short], minlength=K + 1)[:K]  # by n, from rank n + 1
+    ranks = np.arange(1, K + 1, dtype=np.float64)
+    if ctx.conv.k_beyond_list == "min_k_n":
+        held = _bincount(ends, weights=_safe_div(total[short], ends.astype(np.float64)),
+                           minlength=K + 1)[:K]
+        P_sum += np.cumsum(held)
+    else:
+        P_sum += np.cumsum(at_end) / ranks
+    R_sum += np.cumsum(_bincount(ends, weights=_safe_div(total[short], R[short]),
+                                   minlength=K + 1)[:K])
+    n_counted = int(counted.sum())
+    n_fill = int((counted & empty).sum())
+    if n_counted == 0:
+        return float("nan")  # no query counts: as a mean of nothing
+    if n_fill:
+        if fill is None or np.isnan(fill):
+            return float("nan")
+        P_sum += n_fill * fill
+        R_sum += n_fill * fill
+    P_mean, R_mean = P_sum / n_counted, R_sum / n_counted
+    ok = P_mean >= m.param("min_precision")
+    return float(R_mean[ok].max()) if ok.any() else 0.0
+
+
 FORMULAS = {
     "P": precision,
     "R": recall,
@@ -391,4 +1192,38 @@ FORMULAS = {
     "NumRet": num_ret,
     "NumRel": num_rel,
     "NumRelRet": num_rel_ret,
+    "NumNonRelJudgedRet": num_nonrel_judged_ret,
+    "Hits": hits,
+    "RelP": relative_precision,
+    "SetAP": set_ap,
+    "RprecMult": rprec_mult,
+    "Utility": utility,
+    "Bpref": bpref,
+    "infAP": inf_ap,
+    "Judged": judged_at,
+    "Unjudged": unjudged_at,
+    "IPrec": iprec,
+    "IPrecAvg": iprec_avg,
+    "binG": bin_g,
+    "G": g_measure,
+    "nDCGRel": ndcg_rel,
+    "RnDCG": rndcg,
+    "ERR": err,
+    "RBP": rbp,
+    "RBPResid": rbp_resid,
+    **{name: cwl for name in _CWL},
+    "FallOut": fall_out,
+    "AUROC": auroc,
+    "RecallAtPrecision": recall_at_precision,
 }
+
+# Families whose aggregate is computed from the whole evaluation (Family.aggregate "curve")
+CURVES = {"RecallAtPrecision": recall_at_precision_curve}
+
+# Families that read each row's label (Ranked.label) and, for infAP, the pool (Ranked.pooled)
+READS_LABELS = frozenset({"NumNonRelJudgedRet", "Bpref", "infAP", "Judged", "Unjudged", "ERR",
+                          "RBP", "RBPResid", "FallOut", *_CWL})
+READS_POOL = frozenset({"infAP"})
+# The graded families that read the relevance threshold only through their gains
+# (threshold_scope=graded), never through R
+GAINS_READ_THRESHOLD = frozenset({"nDCG", "DCG", "G", "nDCGRel"})

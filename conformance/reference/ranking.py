@@ -52,17 +52,28 @@ def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     return out
 
 
-def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False) -> np.ndarray:
+def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False,
+          shift: np.ndarray | None = None) -> np.ndarray:
     """Gain of each label under ``gain`` (and ``threshold_scope``); NaN (unjudged) gains 0;
     ``binary``: 1 where label >= relevance_threshold.
     ``reuse``: ``labels`` is the caller's own array, not read again, and the gains may be
-    written over it (on a 2M-row run, a 16 MB array not allocated)."""
+    written over it (on a 2M-row run, a 16 MB array not allocated). ``shift`` (exponential gain
+    only, per row): the gains are divided by 2^shift, (2^rel - 1) / 2^s = 2^(rel - s) - 2^-s,
+    so that labels of 1024 and more, whose gains exceed the largest double, give finite gains
+    whose ratios are the true ones (see :func:`exponential_shift`)."""
     nan = np.isnan(labels)
     lab = _nan_as_zero(labels, nan, in_place=reuse)  # this function's own array either way
     graded = conv.threshold_scope == "graded"
     if conv.gain == "linear":
         g = lab.copy() if graded else lab
     elif conv.gain == "exponential":
+        if shift is not None:
+            threshold_test = lab.copy() if graded else None
+            g = np.exp2(lab - shift)
+            g -= np.exp2(-shift)
+            if graded:
+                g[threshold_test < conv.relevance_threshold] = 0.0
+            return g
         g = np.exp2(lab, out=None if graded else lab)
         g -= 1.0
     elif conv.gain == "binary":
@@ -80,6 +91,25 @@ def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False) -> np.ndar
         # a map may give label 0 a gain; linear and exponential give NaN's 0 the gain 0.0
         g[nan] = 0.0
     return g
+
+
+# The largest label whose exponential gain 2^rel - 1 is computed as it is; above it, a query's
+# gains are scaled by 2^-(its largest label - EXPONENTIAL_HEADROOM), which leaves the sums of up
+# to 2^60 gains below the largest double (2^1024).
+EXPONENTIAL_HEADROOM = 960
+
+
+def exponential_shift(labels: np.ndarray, q: np.ndarray, n_queries: int) -> np.ndarray | None:
+    """Per query, the power of two its exponential gains are divided by: 0 for a query whose
+    labels are all at most EXPONENTIAL_HEADROOM, else its largest label minus that; None when
+    no query needs it (the usual case: every gain computed as it is, to the bit)."""
+    with np.errstate(invalid="ignore"):
+        if labels.size == 0 or not (np.nanmax(labels, initial=-np.inf) > EXPONENTIAL_HEADROOM):
+            return None
+    top = np.full(n_queries, -np.inf)
+    ok = ~np.isnan(labels)
+    np.maximum.at(top, q[ok], labels[ok])
+    return np.maximum(top - EXPONENTIAL_HEADROOM, 0.0)
 
 
 def _nan_as_zero(x: np.ndarray, nan: np.ndarray | None = None, in_place: bool = False) -> np.ndarray:
@@ -115,6 +145,40 @@ def discounts(pos: np.ndarray, conv: Conventions) -> np.ndarray:
     return out
 
 
+_IDENTITY = {np.add: 0.0, np.multiply: 1.0, np.maximum: -np.inf, np.minimum: np.inf}
+
+
+def segment_accumulate(ufunc, x: np.ndarray, start: np.ndarray, n: np.ndarray,
+                       reverse: bool = False) -> np.ndarray:
+    """Per row, ``ufunc.accumulate`` of ``x`` over its query's rows from the first (from the
+    last when ``reverse``) to it: the running sum, product, maximum of each list, computed in
+    list order as a loop over the list would, so no rounding comes from other queries.
+
+    Queries are grouped by length (lengths within a factor of two), and each group is one
+    dense (queries x length) block accumulated along its rows: at most 64 blocks, holding at
+    most twice the rows, whatever the lengths."""
+    out = np.empty(x.size, dtype=np.float64)
+    have = np.flatnonzero(n > 0)
+    if have.size == 0:
+        return out
+    lengths = n[have]
+    bucket = np.ceil(np.log2(lengths)).astype(np.int64)
+    for b in np.unique(bucket):
+        qs = have[bucket == b]
+        length = n[qs]
+        width = int(length.max())
+        offset = np.arange(width)[None, :]
+        valid = offset < length[:, None]
+        if reverse:
+            idx = start[qs][:, None] + length[:, None] - 1 - offset
+        else:
+            idx = start[qs][:, None] + offset
+        block = np.where(valid, x[np.where(valid, idx, start[qs][:, None])], _IDENTITY[ufunc])
+        acc = ufunc.accumulate(block, axis=1)
+        out[idx[valid]] = acc[valid]
+    return out
+
+
 def segments(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """For rows sorted by query code: (start index, row count) of every query."""
     n = np.bincount(q, minlength=n_queries).astype(np.int64)
@@ -142,13 +206,76 @@ class Ranked:
     e_gain: np.ndarray  # per row: expected gain
     ap_term: np.ndarray  # per row: expected (relevant here) * precision here
     p_first: np.ndarray  # per row: probability that the first relevant row is here
+    # Asked for by the families that read them (rank(..., extras=...)), else None:
+    label: np.ndarray | None = None  # per row: its label after label_type/negative_labels (NaN: unjudged)
+    pooled: np.ndarray | None = None  # per row: judged with a negative label (in the pool, unjudged)
+    label_varied: np.ndarray | None = None  # per row: its tie group holds unequal labels (before depth)
+
+    def group_start_rows(self) -> np.ndarray:
+        """Per row: the index of the first row of its tie group (the row itself unless
+        ``ties=average`` grouped it). A group begins at rank 1 or where the rank of the last
+        row of the group changes."""
+        rows = self.pos.size
+        if rows == 0:
+            return np.zeros(0, np.int64)
+        begins = np.ones(rows, bool)
+        begins[1:] = (self.pos[1:] == 1) | (self.group_last[1:] != self.group_last[:-1])
+        return np.maximum.accumulate(np.where(begins, np.arange(rows), 0))
+
+    def group_size(self) -> np.ndarray:
+        """Per row: the number of rows of its tie group, rows past a depth cut included."""
+        first = self.group_start_rows()
+        return (self.group_last - self.pos[first] + 1).astype(np.float64)
+
+    def group_mean(self, x: np.ndarray, what: str) -> np.ndarray:
+        """Per row: the mean of ``x`` over its tie group, which is its expected value at any
+        rank of the group when the group's order is uniformly random (``ties=average``). A
+        group cut by ``depth`` keeps only some of its rows: when ``x`` varies within such a
+        group, which values are kept depends on the order, and the call refuses."""
+        first = self.group_start_rows()
+        rows = x.size
+        if rows == 0:
+            return x.astype(np.float64)
+        begins = np.flatnonzero(first == np.arange(rows))
+        kept = np.diff(np.append(begins, rows)).astype(np.float64)
+        total = np.add.reduceat(x.astype(np.float64), begins)
+        whole = kept == (self.group_last[begins] - self.pos[begins] + 1)
+        if not whole.all():
+            # x is read from the labels: a cut group of equal labels keeps rows of equal x
+            varied = self.label_varied[begins] if self.label_varied is not None else np.ones(
+                begins.size, bool)
+            if (varied & ~whole).any():
+                rule = "" if "ties=" in what else " under ties=average"
+                raise EvaluationError(
+                    f"{what}{rule}: the depth cut splits a tied group whose documents differ, so "
+                    "which of them are kept depends on the order inside the group; choose "
+                    "another tie rule")
+        which = np.repeat(np.arange(begins.size), kept.astype(np.int64))
+        return (total / kept)[which]
+
+    def before(self, x: np.ndarray) -> np.ndarray:
+        """Per row: the sum of ``x`` over the rows of its query ranked above it. One restarted
+        cumulative sum, exact for counts (0.0/1.0 values, sums below 2**53)."""
+        rows = x.size
+        out = np.zeros(rows)
+        if rows == 0:
+            return out
+        out[1:] = x[:-1]
+        listed = self.start[self.n > 0]
+        out[listed[1:]] -= np.add.reduceat(x.astype(np.float64), listed)[:-1]
+        return np.cumsum(out, out=out)
+
+    def first_rows(self) -> np.ndarray:
+        """Per row: whether it is the first row of its query."""
+        return self.pos == 1
 
     def upto(self, x: np.ndarray, k: int | None) -> np.ndarray:
         """Per query: sum of ``x`` over its top ``k`` rows (all rows when k is None)."""
         return range_sums(x, self.start, self.cut(k))
 
     def cut(self, k: int | None) -> np.ndarray:
-        return self.n if k is None else np.minimum(self.n, k)
+        """Per query: the rows in the top k (min(k, n)); a cutoff of any size."""
+        return self.n if k is None else np.minimum(self.n, clamp_cutoff(k))
 
     def splits_mixed_group(self, k: int | None) -> np.ndarray:
         """Per query: whether the cut at k falls inside a tie group of mixed relevance, which
@@ -281,6 +408,9 @@ def rank(
     n_queries: int,
     conv: Conventions,
     tie_rule: str,
+    keep_labels: bool = False,
+    pooled: np.ndarray | None = None,
+    gain_shift: np.ndarray | None = None,
 ) -> Ranked:
     """Order rows of every query at once and build the per-row pieces.
 
@@ -291,7 +421,12 @@ def rank(
     ``labels``: transformed labels (NaN = unjudged). ``tie_rule`` is a ``ties`` value, or
     ``pessimistic``/``optimistic`` (label ascending/descending within ties) for the two ends of
     ``unspecified`` for binary measures, ``pessimistic_gain``/``optimistic_gain`` (gain
-    ascending/descending) for graded ones.
+    ascending/descending) for graded ones, ``unjudged_first``/``judged_first`` for the measures
+    of judgment (Judged, the RBP residual).
+
+    ``keep_labels``: also keep each row's label (``Ranked.label``); ``pooled``: per row, whether
+    it is judged with a negative label (``Ranked.pooled``, for infAP); ``gain_shift``: per
+    query, the exponential gains' scale (``exponential_shift``).
     """
     def key(values, sign: int = 1, nan_as_zero: bool = False):
         if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
@@ -316,6 +451,11 @@ def rank(
         ties = [key(doc, -1), key(labels, 1, nan_as_zero=True)]
     elif tie_rule == "optimistic":
         ties = [key(doc, -1), key(labels, -1, nan_as_zero=True)]
+    elif tie_rule in ("unjudged_first", "judged_first"):
+        def judged(rows):
+            j = (~np.isnan(_take(labels, rows))).astype(np.int8)
+            return j if tie_rule == "unjudged_first" else -j
+        ties = [key(doc, -1), judged]
     elif tie_rule in ("pessimistic_gain", "optimistic_gain"):
         # graded measures: a gain map need not be monotone in the label, so order by gain
         ties = [key(doc, -1), key(gains(labels, conv), 1 if tie_rule == "pessimistic_gain" else -1)]
@@ -339,8 +479,14 @@ def rank(
     # NaN (unjudged) compares False, as -inf would
     rel = np.empty(rows)
     np.greater_equal(lab_s, conv.relevance_threshold, out=rel, casting="unsafe")
-    gain = gains(lab_s, conv, reuse=True)  # lab_s is this function's own copy
-    del lab_s
+    extra = {}
+    if keep_labels:
+        extra["label"] = lab_s.copy()
+    if pooled is not None:
+        extra["pooled"] = pooled[order]
+    shift = None if gain_shift is None else gain_shift[q[order]]
+    gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
+    del lab_s, shift
 
     # c per row: relevant rows of the same query ranked before it. Sums of 0.0/1.0 in float64
     # are exact integers (below 2**53), so no integer copy is needed.
@@ -369,7 +515,7 @@ def rank(
         e_gain = gain + 0.0 if (np.signbit(gain) & (gain == 0)).any() else gain
         pieces = [pos, gain, rel, pos, np.zeros(rows, bool), np.zeros(rows, bool), rel, e_gain,
                   ap_term, p_first]
-        return _cut_to_depth(n_queries, start, n, pieces, conv)
+        return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
 
     idx = np.arange(rows, dtype=np.int64)
     q_s = q[order]
@@ -403,6 +549,10 @@ def rank(
         else:
             none_before = np.ones(rows)
         p_first = np.where(c == 0, none_before * rr_ / (nr - t), 0.0)
+    if keep_labels:
+        key = np.where(np.isnan(extra["label"]), -np.inf, extra["label"])
+        extra["label_varied"] = (np.minimum.reduceat(key, gstart) != np.maximum.reduceat(
+            key, gstart))[gid] if rows else np.zeros(0, bool)
     group_last = pos + (nr - t).astype(np.int64) - 1  # rank of the group's last row
     group_mixed = (rr_ > 0) & (rr_ < nr)
     if rows:
@@ -411,21 +561,24 @@ def rank(
         group_varied = np.zeros(0, bool)
     pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
               p_first]
-    return _cut_to_depth(n_queries, start, n, pieces, conv)
+    return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
 
 
 def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list,
-                  conv: Conventions) -> Ranked:
-    """The Ranked of ``pieces`` (per-row arrays in Ranked's field order, starting with pos)."""
+                  conv: Conventions, extra: dict | None = None) -> Ranked:
+    """The Ranked of ``pieces`` (per-row arrays in Ranked's field order, starting with pos) and
+    the ``extra`` per-row arrays (Ranked's optional fields by name)."""
+    extra = extra or {}
     # The depth cut comes after the tie groups are formed: under ties=average a group that
     # straddles the cut keeps its expected pieces over all its orders, so a cut at depth >= k
     # never changes a measure at k.
     if conv.depth is not None and (n > conv.depth).any():
         keep = pieces[0] <= conv.depth
         pieces = [a[keep] for a in pieces]
+        extra = {name: a[keep] for name, a in extra.items()}
         n = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows
         start = np.cumsum(n) - n
-    return Ranked(n_queries, start, n, *pieces)
+    return Ranked(n_queries, start, n, *pieces, **extra)
 
 
 def ideal_dcg(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int, conv: Conventions,
@@ -438,13 +591,27 @@ def ideal_terms(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int,
                 conv: Conventions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ideal order's discounted gains, query by query: (per-row terms, start, count), from
     which :func:`ideal_dcg_at` sums the ideal DCG at any cutoff (one sort for every cutoff)."""
-    order = np.lexsort((-gain_rows, q_rows))
-    g, qs = gain_rows[order], q_rows[order]
-    start, n = segments(qs, n_queries)
+    g, start, n = ideal_sorted(gain_rows, q_rows, n_queries)
+    qs = np.repeat(np.arange(n_queries), n)
     pos = np.arange(qs.size, dtype=np.int64) - start[qs] + 1
     return g * discounts(pos, conv), start, n
 
 
+def ideal_sorted(gain_rows: np.ndarray, q_rows: np.ndarray,
+                 n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each query's gains sorted descending, query by query: (gains, start, count)."""
+    order = np.lexsort((-gain_rows, q_rows))
+    g, qs = gain_rows[order], q_rows[order]
+    start, n = segments(qs, n_queries)
+    return g, start, n
+
+
 def ideal_dcg_at(terms: tuple[np.ndarray, np.ndarray, np.ndarray], k: int | None) -> np.ndarray:
     contrib, start, n = terms
-    return range_sums(contrib, start, n if k is None else np.minimum(n, k))
+    return range_sums(contrib, start, n if k is None else np.minimum(n, clamp_cutoff(k)))
+
+
+def clamp_cutoff(k: int) -> int:
+    """A cutoff as an int64 array can hold it: a cutoff beyond every list cuts nothing, so any
+    k of 2^62 or more reads as 2^62 (a Python int of any size stays exact elsewhere)."""
+    return k if k < 2**62 else 2**62

@@ -73,13 +73,13 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from conformance.conventions import AXES, Conventions
+from conformance.conventions import AXES, Conventions, geometric_floor
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference import evaluate
-from conformance.reference.formulas import Context, FORMULAS
+from conformance.reference.formulas import FORMULAS, GAINS_READ_THRESHOLD, Context
 from conformance.reference.prepare import Prepared, transform_labels
-from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segments
+from conformance.reference.ranking import EXPONENTIAL_HEADROOM, Ranked, gains, ideal_dcg, rank, segments
 
 
 class PerQueryValue(Protocol):
@@ -109,7 +109,7 @@ def _loop_rank(axis: str) -> int:
     return _LOOP_FIRST.index(axis) if axis in _LOOP_FIRST else len(_LOOP_FIRST)
 
 
-_AGGREGATION = ("empty_query", "query_set")
+_AGGREGATION = ("empty_query", "query_set", "mean")
 
 # Where the sweep starts: the vocabulary defaults (trec_eval 10's command line).
 BASE = Conventions()
@@ -144,6 +144,7 @@ class Facts:
     longest_list: int
     thresholds: tuple[int, ...]
     scored_queries: int
+    top_label: float = 0.0
 
     def domains(self) -> dict[str, tuple]:
         d = {a: v for a, v in SWEPT_VALUES.items()}
@@ -177,6 +178,7 @@ def _facts(prep: Prepared) -> Facts:
         longest_list=int(n.max()) if n.size else 0,
         thresholds=thresholds,
         scored_queries=int((prep.in_qrels & prep.in_run).sum()),
+        top_label=top,
     )
 
 
@@ -491,8 +493,15 @@ class _Engine:
             self.distinct_rankings.add(key)
             while len(self._ranked) >= self.ranked_cache_size:
                 self._ranked.popitem(last=False)
-            self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule)
+            self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule,
+                                     keep_labels=True, pooled=self._pooled(k, lv))
         return self._ranked[key]
+
+    def _pooled(self, k: int | None, lv) -> np.ndarray:
+        """Per row of the prefix: judged with a negative label read as unjudged (infAP's pool)."""
+        raw = self.prep.run_label[self.rows[self.prefix(k)]]
+        with np.errstate(invalid="ignore"):
+            return (raw < 0) & (lv[1] == "unjudged")
 
     def whole(self, lv, order: tuple[str, str, str], depth: int | None) -> _Whole:
         """The whole lists cut to ``depth``, for contexts over a shorter prefix."""
@@ -523,11 +532,13 @@ class _Engine:
         return self._whole[key]
 
     @staticmethod
-    def _threshold_idle(conv: Conventions) -> bool:
-        """nDCG and DCG read the relevance threshold only through their gains
+    def _threshold_idle(m: Measure, conv: Conventions) -> bool:
+        """nDCG, DCG, G and nDCGRel read the relevance threshold only through their gains
         (``threshold_scope=graded``, or ``gain=binary``, whose gain is relevance); their refusals
-        (``require_fixed_gains``) read gains too."""
-        return conv.threshold_scope == "binary" and conv.gain != "binary"
+        (``require_fixed_gains``) read gains too. (RnDCG also reads R: it is 0 without a relevant
+        document, as in trec_eval.)"""
+        return (m.family in GAINS_READ_THRESHOLD and conv.threshold_scope == "binary"
+                and conv.gain != "binary")
 
     def formula_key(self, m: Measure, conv: Conventions) -> tuple:
         """Equal keys, equal formula results (values and empty queries) for ``m``: the axes
@@ -536,13 +547,14 @@ class _Engine:
         orders = (self.ordering(conv, conv.ties),)
         graded = m.record.kind == "graded"
         thr = conv.relevance_threshold
-        if graded and self._threshold_idle(conv):
+        if graded and self._threshold_idle(m, conv):
             thr = None
         depth = conv.depth if conv.depth is not None and self._prefix_deeper(None, conv.depth) else None
+        # the family's own axes (bpref_denominator, err_max_grade, ...) from its record
+        named = tuple(getattr(conv, a) for a in m.record.axes if AXES[a].group == "named")
         return (m, (conv.label_type, conv.negative_labels), orders, depth, thr,
                 conv.gain if graded else None, conv.threshold_scope if graded else None,
-                conv.discount if graded else None, conv.ideal, conv.k_beyond_list,
-                conv.ap_denominator, conv.rr_cutoff)
+                conv.discount if graded else None, conv.ideal, named)
 
     def contexts(self, m: Measure, conv: Conventions) -> list[Context]:
         """The reference context ``evaluate`` would build for ``m`` under ``conv`` (any tie rule
@@ -562,14 +574,15 @@ class _Engine:
                 covers = self.prefix(k).size == self.rows.size or (
                     conv.depth is not None and k is not None and k >= conv.depth)
             rconv = conv
-            if m.record.kind == "graded" and self._threshold_idle(conv):
+            if m.record.kind == "graded" and self._threshold_idle(m, conv):
                 rconv = conv.replace(relevance_threshold=1)
             ranked = self.ranked(lv, order, k, rconv, m.record.kind != "graded")
             whole = None if covers else self.whole(lv, order, conv.depth)
             gk, jgain = self.judged_gain(lv, conv)
             jq = self.judged(lv)[0]
             out.append(_SweepContext(conv, ranked, rule, self.R_judged(lv, conv.relevance_threshold),
-                                     jgain, jq, whole=whole, shared=self.shared_idcg, gain_key=gk))
+                                     jgain, jq, judged_label=self.judged(lv)[1], whole=whole,
+                                     shared=self.shared_idcg, gain_key=gk))
         return out
 
 
@@ -583,9 +596,10 @@ def _swept(base: Conventions, settings: dict[str, Any]) -> Conventions:
 
 
 def aggregate(lo: np.ndarray, hi: np.ndarray, empty: np.ndarray, rule: str, select: np.ndarray | None,
-               is_sum: bool, sets_differ: bool, query_set: str, what: str):
+               is_sum: bool, sets_differ: bool, query_set: str, what: str, mean: str = "arithmetic"):
     """(mean or sum lo, hi, per-query lo, hi, counted) as ``evaluate`` + ``aggregate`` give them,
-    from per-query values over every judged query; raises EvaluationError where they would."""
+    from per-query values over every judged query; raises EvaluationError where they would.
+    ``mean``: the ``mean`` axis (the geometric mean raises each value to its floor first)."""
     if query_set == "raise" and sets_differ:
         raise EvaluationError("query sets differ (query_set=raise)")
     if select is not None:
@@ -603,12 +617,23 @@ def aggregate(lo: np.ndarray, hi: np.ndarray, empty: np.ndarray, rule: str, sele
     if is_sum:
         a = float(lo.sum())
         return a, a if one else float(hi.sum()), lo, hi, counted
+    floor = geometric_floor(mean)
+    if floor is not None:  # as evaluate: each value raised to the floor, the mean of the logs
+        lo = np.maximum(lo, floor, where=~np.isnan(lo), out=lo.copy())
+        hi = lo if one else np.maximum(hi, floor, where=~np.isnan(hi), out=hi.copy())
     # as Evaluation.aggregate: the mean of the counted values (NaN when none counts)
     x = lo[counted]
     if not x.size:
         return math.nan, math.nan, lo, hi, counted
-    a = float(x.mean())
-    return a, a if one else float(hi[counted].mean()), lo, hi, counted
+
+    def average(v):
+        if floor is None:
+            return float(v.mean())
+        with np.errstate(invalid="ignore"):
+            return float(np.exp(np.log(v).mean()))
+
+    a = average(x)
+    return a, a if one else average(hi[counted]), lo, hi, counted
 
 
 @dataclass(frozen=True)
@@ -707,9 +732,12 @@ class Sweep:
                 cidx[j] = v
             conv = m.conventions(_swept(BASE, {axes[i]: doms[i][j] for i, j in zip(compute, cidx)}))
             fkey = eng.formula_key(m, conv)
-            if conv.ties == "unspecified":
+            scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
+            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled:
                 # each tie order settles its own empty queries before the range is taken, and
-                # some measures refuse what only the averaged grouping detects: no sharing here
+                # some measures refuse what only the averaged grouping detects; a curve is
+                # averaged over the whole evaluation; exponential gains beyond a double are
+                # scaled by evaluate: no sharing here
                 formulas[fkey] = _ByEvaluate(conv)
             elif fkey not in formulas:
                 try:
@@ -737,16 +765,17 @@ class Sweep:
                 chosen = {axes[i]: doms[i][j] for i, j in zip(agg, aidx)}
                 rule = overrides.get("empty_query", chosen.get("empty_query", BASE.empty_query))
                 qset = overrides.get("query_set", chosen.get("query_set", BASE.query_set))
+                mean = overrides.get("mean", chosen.get("mean", BASE.mean))
                 if isinstance(found, _ByEvaluate):
-                    akey = (fkey, rule, qset)
+                    akey = (fkey, rule, qset, mean)
                     if akey not in aggregates:
-                        aggregates[akey] = self._evaluate_cell(m, found.conv, rule, qset, pq)
+                        aggregates[akey] = self._evaluate_cell(m, found.conv, rule, qset, pq, mean)
                 else:
                     # the empty rule only matters when some query is empty
-                    akey = (fkey, rule if found[2].any() else None, qset)
+                    akey = (fkey, rule if found[2].any() else None, qset, mean)
                     if akey not in aggregates:
                         aggregates[akey] = self._aggregate_cell(found, rule, qset, is_sum, m.text,
-                                                                pq_pos, pq_lo, pq_hi, sel_pos)
+                                                                pq_pos, pq_lo, pq_hi, sel_pos, mean)
                 done = aggregates[akey]
                 if done is None:
                     err[at] = True
@@ -757,24 +786,26 @@ class Sweep:
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
     def _evaluate_cell(self, m: Measure, conv: Conventions, rule: str, qset: str,
-                       pq: list[PerQueryValue]):
+                       pq: list[PerQueryValue], mean: str = "arithmetic"):
         """One cell by ``evaluate`` itself: (aggregate lo, hi, per-query values matched)."""
         try:
-            ev = evaluate(self.prep, None, [m], conv.replace(empty_query=rule, query_set=qset))
+            ev = evaluate(self.prep, None, [m], conv.replace(empty_query=rule, query_set=qset,
+                                                               mean=mean))
         except EvaluationError:
             return None
         ranges = ev.ranges(m)
         hits = sum(1 for r in pq if r.qid in ranges and r.meets(*ranges[r.qid]))
         return ev.aggregate(m), ev.aggregate(m, upper=True), hits
 
-    def _aggregate_cell(self, found, rule, qset, is_sum, what, pq_pos, pq_lo, pq_hi, sel_pos):
+    def _aggregate_cell(self, found, rule, qset, is_sum, what, pq_pos, pq_lo, pq_hi, sel_pos,
+                        mean: str = "arithmetic"):
         """(aggregate lo, hi, per-query reported values matched) of one formula result under one
         (empty rule, query set); None where evaluate would refuse."""
         plo, phi, empty = found
         select = self.engine.in_run if qset == "run" else None
         try:
             a, b, qlo, qhi, counted = aggregate(plo, phi, empty, rule, select, is_sum,
-                                                 self.sets_differ, qset, what)
+                                                 self.sets_differ, qset, what, mean)
         except EvaluationError:
             return None
         n_hits = 0
