@@ -201,7 +201,7 @@ def _crashing_script() -> str:
     # A real bug stand-in: the reference evaluation raises an exception no user input explains.
     return ("import conformance.cli as c\n"
             "def broken(*a, **k):\n    raise ZeroDivisionError('float division by zero')\n"
-            "c._evaluate = broken\nc.main()\n")
+            "import conformance.pipeline as p\np.evaluate_inputs = broken\nc.main()\n")
 
 
 def test_internal_error_is_one_line_exit_3_no_traceback():
@@ -575,7 +575,7 @@ def test_running_out_of_memory_is_exit_2_with_what_was_needed():
     one line, what the input needed; not "a bug in conformance" (exit 3)."""
     script = ("import numpy as np, conformance.cli as c\n"
               "def huge(*a, **k):\n    return np.empty(2**62, np.uint8)\n"
-              "c._evaluate = huge\nc.main()\n")
+              "import conformance.pipeline as p\np.evaluate_inputs = huge\nc.main()\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", script, "eval", "--example"], capture_output=True, text=True,
                           timeout=300, env=env)

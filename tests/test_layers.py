@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "conformance.runner", "conformance.rag", "conformance.pipeline",
                  "conformance.api")),
     ("report", ("conformance.report", "conformance.summary")),
-    ("cli", ("conformance.cli", "conformance.cli_paper", "conformance.cli_rag")),
+    ("cli", ("conformance.cli",)),
 ]
 FACADE = "conformance"
 

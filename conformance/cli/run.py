@@ -1,0 +1,106 @@
+"""``conformance run``: every library entry beside the reference, every disagreement explained.
+
+The engine is :func:`conformance.api.compare` (``conformance.runner``); this module reads the
+options, reports the inputs and the libraries that cannot be used on stderr, writes ``--json``
+(``RunResult.dumps``) and ``--html`` (``conformance.report.html``) whole before printing, and
+prints the text answer (``conformance.summary``) or, with ``--format json``, the JSON document
+on stdout.
+
+Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad input,
+3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from conformance.cli.common import (Tolerance, check_outputs, describe, input_options, input_warnings,
+                                    lib_timeout_option, libs_option, reading, reports_errors,
+                                    select_entries, shown, warn, with_progress)
+from conformance.errors import ConformanceError
+from conformance.measures import parse_measures
+
+
+@click.command("run")
+@libs_option("Library entries to run: 'all', entry names (lightgbm:linear_gain) or library names "
+             "(every entry of that library). Each pair of entries named is explained directly.")
+@click.option("--cases", "cases_dir", metavar="DIR",
+              help="A directory of case files (default: the bundled edge-case corpus).")
+@click.option("--qrels", "qrels_path", metavar="FILE", help="Your own qrels (with --run).")
+@click.option("--run", "run_path", metavar="FILE", help="Your own run (with --qrels).")
+@click.option("-m", "--metrics", "metric_lists", multiple=True, metavar="LIST",
+              help="Measures to compare (default: each case's own list; for --qrels/--run "
+                   "nDCG@10,nDCG,AP,RR,P@10,R@100).")
+@click.option("--json", "json_path", metavar="OUT", help="Write the full comparison as JSON.")
+@click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="What stdout gets: the text answer, or the JSON document of --json.")
+@click.option("--tol", type=Tolerance(), default=None, metavar="X",
+              help="One tolerance for every comparison, a number >= 0 (default: each entry's own, "
+                   "1e-12 for float64 libraries and 1e-6 for float32 ones).")
+@lib_timeout_option("Stop a library that has not answered one case after this many seconds (> 0), "
+                    "and record that as its error for the case; 'none': no limit.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no warnings about the input.")
+@input_options
+@reports_errors
+def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, fmt, tol,
+            lib_timeout, quiet, columns, max_input_bytes, max_line_bytes):
+    """Run library entries beside the reference over the edge-case corpus (or your files) and
+    explain every disagreement by the conventions that cause it.
+
+    Each library runs in its own worker process: one that raises, aborts, segfaults or hangs
+    (past --lib-timeout) gets that recorded as its error for the case, and the run goes on.
+
+    Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
+    input, 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
+    """
+    from conformance import api, outputs, summary
+
+    select_entries(libs)  # an unknown name is refused before any file is read
+    metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
+    if (qrels_path is None) != (run_path is None):
+        raise ConformanceError("--qrels and --run go together")
+    if qrels_path is not None and cases_dir is not None:
+        raise ConformanceError("give either --cases or --qrels/--run, not both")
+    check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, cases_dir])
+    how = reading(columns, max_input_bytes, max_line_bytes) if qrels_path is not None else {}
+
+    def ready(subjects, status):
+        if qrels_path is not None and not quiet:
+            s = subjects[0]
+            click.echo(f"conformance: {describe('qrels', s.qrels)}", err=True)
+            click.echo(f"conformance: {describe('run', s.run)}", err=True)
+            for text in input_warnings(s.qrels, s.run, None, s.measures):
+                warn(text)
+        for name, st in status.items():  # even with --quiet: a library missing from the answer
+            if not st.available:
+                slow = st.state == "import_timed_out"
+                hint = "; raise --lib-timeout to wait longer" if slow else ""
+                warn(f"{name} {st.describe()}{hint}; it is reported as unavailable")
+
+    total = None
+    if qrels_path is None:
+        from conformance.io.cases import load_cases
+
+        total = len(load_cases(cases_dir))
+    result = with_progress(
+        lambda progress: api.compare(qrels_path, run_path, metrics, libs, tolerance=tol,
+                                     timeout=lib_timeout, cases=cases_dir,
+                                     name=shown(os.path.basename(run_path)) if run_path else "input",
+                                     progress=progress, on_ready=ready, **how),
+        quiet, "cases", total=total if total is not None else 1)
+    # the files first, whole or not at all: a reader of stdout that goes away (| head) or a
+    # stop signal during the summary cannot cost them
+    if json_path:
+        outputs.write_text(json_path, result.dumps())
+    if html_path:
+        from conformance.report import html as report_html
+
+        outputs.write_text(html_path, report_html.render(result), make_parents=True)
+    if fmt == "json":
+        click.echo(result.dumps(), nl=False)
+    else:
+        click.echo(summary.render(result))
+    raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
