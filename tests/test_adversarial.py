@@ -69,6 +69,8 @@ SUBPROCESS = {
     "gzip_bomb_long_line", "gzip_bomb_nul", "dev_zero", "nul_file", "input_size_env", "long_line_env",
     "json_huge_int_score", "json_lone_surrogate_docid", "jsonl_qid_aliases_differ", "csv_ragged",
     "unknown_format", "json_exact_big_ints", "limit_env_not_a_size",
+    "output_is_run", "paper_json_is_run", "two_outputs_one_file", "tol_nan", "timeout_zero",
+    "rag_k_zero",
 }
 _NOT_INPUT = {"cases.json", "README.md"}
 PY_WARNING = re.compile(r"\.py:\d+: \w*Warning")
