@@ -88,6 +88,50 @@ class RunResult:
             "unexplained": unexplained,
         }
 
+    def table(self) -> list[dict]:
+        """Per case x measure, every entry's value grouped into its agreement class: what
+        ``conformance run`` shows first.
+
+        One record per comparison, in run order: ``case``, ``metric`` and ``classes``, a list
+        of ``{"entries": [...], "apart": {axis: value}, "base": bool, "explained": bool}``.
+        Each entry is ``{"entry", "mean", "queries", "error"}``: its mean (None when it
+        failed), the number of queries it gave a value for, and its error text (None when
+        it has none). The base class is the one holding trec_eval (the first class when
+        trec_eval is not among them); ``apart`` gives, for every other class, the axes that
+        explain its difference from the base class, with this class's value of each (empty
+        and ``explained`` False when no set of conventions explains it). Entries whose library
+        failed as documented (``Entry.known_failure``) form a last class of their own, with
+        ``known`` True.
+        """
+        rows = []
+        for c in self.comparisons:
+            base = next((cls for cls in c.classes if "trec_eval" in cls), c.classes[0] if c.classes else [])
+
+            def entry(name: str) -> dict:
+                return {"entry": name, "mean": c.values.get(name),
+                        "queries": len(c.per_query.get(name) or {}),
+                        "error": c.errors.get(name) or c.known_failures.get(name)}
+
+            classes = []
+            for cls in c.classes:
+                apart: dict[str, str] = {}
+                explained = True
+                if cls is not base:
+                    e = next((e for e in c.explanations
+                              if {e.between[0] in base, e.between[1] in base} == {True, False}
+                              and (e.between[0] in cls or e.between[1] in cls)), None)
+                    explained = e is not None and e.axes is not None
+                    if explained:
+                        mine = 1 if e.between[1] in cls else 0
+                        apart = {a: e.switched[a][mine] for a in e.axes}
+                classes.append({"entries": [entry(n) for n in cls], "apart": apart,
+                                "base": cls is base, "explained": explained, "known": False})
+            if c.known_failures:
+                classes.append({"entries": [entry(n) for n in c.known_failures], "apart": {},
+                                "base": False, "explained": True, "known": True})
+            rows.append({"case": c.case, "metric": c.metric, "classes": classes})
+        return rows
+
     def to_json(self) -> dict:
         return {
             "libraries": {

@@ -3,8 +3,14 @@
 The engine is :func:`conformance.api.compare` (``conformance.runner``); this module reads the
 options, reports the inputs and the libraries that cannot be used on stderr, writes ``--json``
 (``RunResult.dumps``) and ``--html`` (``conformance.report.html``) whole before printing, and
-prints the text answer (``conformance.summary``) or, with ``--format json``, the JSON document
-on stdout.
+prints the text answer or, with ``--format json``, the JSON document on stdout.
+
+The text answer: first, per case x measure, every entry's value (its mean and the number of
+queries it scored, or its error whole) grouped into agreement classes, each class labelled by
+the conventions that set it apart from trec_eval's class (``RunResult.table``; entries that
+agree are all shown); then the explanations and the counts (``conformance.summary``).
+``--quiet`` prints the tables and the closing counts only. ``--format json``: the document of
+``--json`` (same keys) with ``table`` added.
 
 Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad input,
 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
@@ -18,7 +24,7 @@ import click
 
 from conformance.cli.common import (Tolerance, check_outputs, describe, input_options, input_warnings,
                                     lib_timeout_option, libs_option, reading, reports_errors,
-                                    select_entries, shown, warn, with_progress)
+                                    plural, select_entries, shown, warn, with_progress)
 from conformance.errors import ConformanceError
 from conformance.measures import parse_measures
 
@@ -100,7 +106,58 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
 
         outputs.write_text(html_path, report_html.render(result), make_parents=True)
     if fmt == "json":
-        click.echo(result.dumps(), nl=False)
+        click.echo(_json_with_table(result))
     else:
-        click.echo(summary.render(result))
+        click.echo(render_tables(result.table()))
+        text = summary.render(result)
+        # --quiet: the tables and the closing counts only
+        click.echo(text.rsplit("\n", 1)[-1] if quiet else text)
     raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
+
+
+def _json_with_table(result) -> str:
+    """The document of --json with the value tables added under ``table`` (NaN as null)."""
+    import json
+    import math
+
+    table = result.table()
+    for row in table:
+        for cls in row["classes"]:
+            for e in cls["entries"]:
+                if isinstance(e["mean"], float) and math.isnan(e["mean"]):
+                    e["mean"] = None
+    return json.dumps({**result.to_json(), "table": table}, sort_keys=True, indent=1, allow_nan=False)
+
+
+def _value(e: dict) -> str:
+    if e["error"] is not None:
+        return "error: " + " ".join(str(e["error"]).split())
+    mean = e["mean"]
+    text = "nan" if mean is None or mean != mean else f"{mean:.4f}"
+    return f"{text}  ({plural(e['queries'], 'query', 'queries')})"
+
+
+def _class_label(cls: dict) -> str:
+    if cls["known"]:
+        return "failed as the library documents"
+    if cls["base"]:
+        return "trec_eval's class" if any(e["entry"] == "trec_eval" for e in cls["entries"]) else "first class"
+    if not cls["explained"]:
+        return "apart, by no convention found (unexplained)"
+    return "apart by " + ", ".join(f"{a}={v}" for a, v in cls["apart"].items())
+
+
+def render_tables(table: list[dict]) -> str:
+    """One table per case x measure: each agreement class under its label (what sets it apart
+    from trec_eval's class), each entry with its mean and the queries it scored, or its error."""
+    lines: list[str] = []
+    width = max((len(e["entry"]) for row in table for cls in row["classes"] for e in cls["entries"]),
+                default=0) + 2
+    for row in table:
+        lines.append(f"{row['metric']} on {row['case']}")
+        for cls in row["classes"]:
+            lines.append(f"  [{_class_label(cls)}]")
+            for e in cls["entries"]:
+                lines.append(f"    {e['entry']:<{width}}{_value(e)}")
+        lines.append("")
+    return "\n".join(lines)
