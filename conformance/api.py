@@ -190,11 +190,14 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
 
     Each library runs in a worker process of its own (a library that crashes or hangs past
     ``timeout`` seconds is recorded as that entry's error; 0: no limit); a library that cannot
-    be used is listed as unavailable, with what happened in ``result.status``. ``on_ready(subjects, status)`` is called once the inputs are read and
+    be used is listed as unavailable, with what happened in ``result.status``. Every pair of
+    entries named in ``libs`` by their own name (not through a library name or ``all``) that
+    disagrees is explained directly. ``on_ready(subjects, status)`` is called once the inputs are read and
     every library asked whether it can be used, before any is run; ``progress(case name)``
     after each case.
     """
     from conformance import pipeline
+    from conformance.profiles import named_entries
     from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries, statuses
 
     chosen = isolate(select_entries(libs), DEFAULT_TIMEOUT if timeout is None else timeout)
@@ -214,7 +217,7 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
     status = statuses(chosen)  # every worker imports its library, at the same time
     if on_ready is not None:
         on_ready(subjects, status)
-    return run_entries(chosen, subjects, tolerance, progress)
+    return run_entries(chosen, subjects, tolerance, progress, named=named_entries(libs))
 
 
 def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,

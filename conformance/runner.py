@@ -203,8 +203,12 @@ def run_entries(
     subjects: Iterable[Subject],
     tolerance: float | None = None,
     progress: Callable[[str], None] | None = None,
+    named: Iterable[str] = (),
 ) -> RunResult:
     """Evaluate every case with every available entry and compare.
+
+    ``named``: the entries the user asked about by name; every pair of them that disagrees
+    is explained directly (``explain.compare``), not only through class representatives.
 
     Each library's worker process works through the cases in order on a thread of its own, so
     the libraries run at the same time (on as many cores as there are) and a slow one (ranx's
@@ -212,7 +216,7 @@ def run_entries(
     case while the libraries work on it and compares a case once every library has answered.
     Results do not depend on that timing: comparisons are made and listed in case order.
     """
-    subjects = list(subjects)
+    subjects, named = list(subjects), list(named)
     status = statuses(entries)
     available = {name: s.available for name, s in status.items()}
     result = RunResult(entries, available, {e.name: (e.version() if available[e.name] else None)
@@ -241,7 +245,7 @@ def run_entries(
             outputs: dict[str, dict[Measure, LibraryValues]] = {}
             for key in groups:
                 outputs.update(futures[key].result())
-            _compare_subject(result, subject, prep, live, by_name, outputs, tolerance)
+            _compare_subject(result, subject, prep, live, by_name, outputs, tolerance, named)
             if progress is not None:
                 progress(subject.name)
     except BaseException:
@@ -258,7 +262,7 @@ def run_entries(
 
 def _compare_subject(result: RunResult, subject: Subject, prep: Reference, live: list[Entry],
                      by_name: dict[str, Entry], outputs: dict[str, dict[Measure, LibraryValues]],
-                     tolerance: float | None) -> None:
+                     tolerance: float | None, named: list[str] = ()) -> None:
     for m in subject.measures:
         per_entry = {
             e.name: (e.profile(m), e.tolerance, outputs[e.name][m])
@@ -269,7 +273,7 @@ def _compare_subject(result: RunResult, subject: Subject, prep: Reference, live:
         known = {n: reason for n in per_entry if per_entry[n][2].error is not None
                  and (reason := by_name[n].known_failure(subject.qrels, subject.run, m))}
         if per_entry:
-            result.comparisons.append(compare(subject.name, prep, m, per_entry, tolerance, known))
+            result.comparisons.append(compare(subject.name, prep, m, per_entry, tolerance, known, named))
 
 
 # --- entries in worker processes ----------------------------------------------------------------

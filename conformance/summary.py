@@ -63,7 +63,7 @@ def render(result: RunResult, max_examples: int = 3) -> str:
                     f"{between[1]}={_fmt(c.values.get(between[1]))}")
     s = result.summary
     out("")
-    out(f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreements "
-        f"between agreement classes, {s['explained']} of them explained by conventions; "
+    out(f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
+        f"pairs examined, {s['explained']} of them explained by conventions; "
         f"{s['unexplained']} unexplained findings")
     return "\n".join(lines)

@@ -86,8 +86,9 @@ def test_every_other_class_is_labelled_by_its_explaining_conventions(document):
     assert others, "LightGBM's nDCG@10 differs from trec_eval's on the example"
     for cls in others:
         names = {e["entry"] for e in cls["entries"]}
-        [expl] = [x for x in comparison["explanations"]
-                  if "trec_eval" in x["between"] and names & set(x["between"])]
+        # the first: through the class's representative (pairs named follow)
+        expl = next(x for x in comparison["explanations"]
+                    if "trec_eval" in x["between"] and names & set(x["between"]))
         side = 1 if expl["between"][1] in names else 0
         assert cls["explained"] and cls["apart"] == {a: expl["values"][a][side] for a in expl["axes"]}
     lgb = next(cls for cls in others if "lightgbm" in {e["entry"] for e in cls["entries"]})
@@ -105,3 +106,28 @@ def test_text_shows_the_tables_then_the_explanations_and_quiet_only_tables_and_c
     assert "case(s), explained by" not in quiet and "entries:" not in quiet
     assert quiet.rstrip().endswith(full.rstrip().rsplit("\n", 1)[-1])
     assert full.rstrip().rsplit("\n", 1)[-1].startswith("1 case x measure comparisons; ")
+
+
+def _explained_pairs(libs: str) -> dict[frozenset, dict]:
+    result = CliRunner().invoke(main, ["run", "--libs", libs, "--qrels", QRELS, "--run", RUN, "-m", "nDCG@10",
+                                       "--format", "json", "--quiet"])
+    assert result.exit_code == 0, result.stderr
+    [c] = json.loads(result.stdout)["comparisons"]
+    return {frozenset(e["between"]): e for e in c["explanations"]}, c["agreement"]
+
+
+def test_each_pair_of_entries_named_is_explained_directly():
+    """Issue 16.2. xgboost:ndcg- agrees with lightgbm, which stands for their class; named by
+    the user, it is explained against trec_eval itself. Selected through its library
+    ('xgboost' picks xgboost's entries), it is explained only through lightgbm."""
+    pairs, classes = _explained_pairs("lightgbm,xgboost:ndcg-,trec_eval")
+    assert ["lightgbm", "xgboost:ndcg-"] in classes  # the representative is lightgbm
+    direct = pairs[frozenset(("xgboost:ndcg-", "trec_eval"))]
+    via = pairs[frozenset(("lightgbm", "trec_eval"))]
+    # XGBoost's rank:ndcg nDCG: 2^label - 1 gains, as LightGBM's
+    assert direct["values"]["gain"] == ["exponential", "linear"] and direct["axes"]
+    assert set(direct["axes"]) == set(via["axes"])
+    pairs, classes = _explained_pairs("lightgbm,xgboost,trec_eval")
+    assert ["lightgbm", "xgboost", "xgboost:ndcg-"] in classes
+    assert frozenset(("xgboost", "trec_eval")) in pairs  # the entry named xgboost
+    assert frozenset(("xgboost:ndcg-", "trec_eval")) not in pairs
