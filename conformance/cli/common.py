@@ -12,8 +12,8 @@ Anything else is a bug in conformance: it ends as one line, ``conformance: inter
 script can tell its own bad input from our bug). The traceback is printed only when the
 environment sets ``CONFORMANCE_DEBUG=1``. No traceback reaches a user otherwise.
 
-Exit codes (:data:`EXIT`): 0 done; 1 ``run`` found a disagreement no convention explains, or
-``check-paper`` found no convention set that reproduces the reported values; 2 bad input; 3 an
+Exit codes (:data:`EXIT`): 0 done; 1 ``run`` found a disagreement no convention explains; 2
+bad input; 3 an
 internal error; 128 + N stopped by signal N (see ``conformance.cli.process``); 141 stdout's
 reader went away.
 
@@ -52,10 +52,8 @@ HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list 
 INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
 BROKEN_PIPE = 128 + 13  # stdout's reader went away: the status of a process killed by SIGPIPE
 EXIT = {
-    0: "done (run: every disagreement explained; check-paper: some convention set reproduces "
-       "every reported value)",
-    1: "run: a disagreement no convention explains; check-paper: no convention set swept "
-       "reproduces the reported values",
+    0: "done (run: every disagreement explained; check-paper: the check ran, whatever the verdict)",
+    1: "run: a disagreement no convention explains",
     2: "bad input or a bad option value (one line naming file, line and problem)",
     3: "an internal error of conformance (one line; CONFORMANCE_DEBUG=1 shows the traceback)",
     130: "stopped by Ctrl-C (128 + N for signal N: 143 SIGTERM, 129 SIGHUP)",
