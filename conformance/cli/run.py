@@ -9,7 +9,7 @@ The text answer: first, per case x measure, every entry's value (its mean and th
 queries it scored, or its error whole) grouped into agreement classes, each class labelled by
 the conventions that set it apart from trec_eval's class (``RunResult.table``; entries that
 agree are all shown); then the explanations and the counts (``conformance.summary``).
-``--quiet`` prints the tables and the closing counts only. ``--format json``: the document of
+``--quiet`` prints the tables, the entries (and why any is unavailable) and the closing counts. ``--format json``: the document of
 ``--json`` (same keys) with ``table`` added.
 
 Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad input,
@@ -110,8 +110,9 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
     else:
         click.echo(render_tables(result.table()))
         text = summary.render(result)
-        # --quiet: the tables and the closing counts only
-        click.echo(text.rsplit("\n", 1)[-1] if quiet else text)
+        # --quiet: the tables, the entries (with why any is unavailable) and the closing counts
+        entries_block = text.split("\n\n", 1)[0]
+        click.echo(entries_block + "\n\n" + text.rsplit("\n", 1)[-1] if quiet else text)
     raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
 
 
