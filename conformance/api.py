@@ -26,17 +26,15 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from conformance.conventions import AXES, ConventionError, Conventions
+from conformance.conventions import Conventions
 from conformance.errors import ConformanceError
-from conformance.io import load_qrels, load_run
 from conformance.libs.base import Entry
 from conformance.measures import Measure, parse_measures
-from conformance.profiles import entries, profile, select_entries
+from conformance.profiles import computes, describe, entries, names, profile, select_entries
 
 __all__ = ["Evaluated", "check_paper", "compare", "entries", "evaluate", "profile"]
 
@@ -55,15 +53,6 @@ def _measures(measures: str | Measure | Sequence[str | Measure]) -> list[Measure
     return out
 
 
-def _conventions(name: str | Conventions, m: Measure, overrides: dict[str, Any]) -> Conventions:
-    base = name if isinstance(name, Conventions) else profile(name, m)
-    unknown = [a for a in overrides if a not in AXES]
-    if unknown:
-        base.replace(**{unknown[0]: None})  # raises ConventionError naming the axis
-    return base.replace(**{a: AXES[a].parse(v) for a, v in overrides.items()})
-
-
-@dataclass
 class Evaluated:
     """The result of :func:`evaluate`: per measure (keyed by the name as given) its mean and
     its per-query values over the scored queries.
@@ -72,16 +61,44 @@ class Evaluated:
     of the tied documents: ``low`` and ``high`` hold its ends, and ``mean`` / ``per_query``
     refuse that measure rather than give one end silently. Elsewhere ``low == high`` and
     ``mean`` / ``per_query`` are the values. ``conventions`` are the ones each measure was
-    computed under (its profile's, the overrides, and what its name fixes).
+    computed under (its profile's, the overrides, and what its name fixes). ``qrels`` and
+    ``run`` are the inputs as read (their ``counts`` say how many rows were read, used and
+    ignored); ``counts`` the queries scored and those in only one input.
+
+    The tables are made on first use from the evaluation (``result``, a
+    :class:`conformance.pipeline.Result`), so a caller that reads only the means does not pay
+    for dicts of every query's value.
     """
 
-    measures: list[Measure]
-    conventions: dict[str, Conventions]
-    low: dict[str, float]
-    high: dict[str, float]
-    per_query_low: dict[str, dict[str, float]]
-    per_query_high: dict[str, dict[str, float]]
-    queries: list[str] = field(default_factory=list)
+    def __init__(self, result: Any, texts: Sequence[str] | None = None) -> None:
+        self.result = result
+        self.measures: list[Measure] = list(result.measures)
+        self.conventions: dict[str, Conventions] = {m.text: result.conventions[m] for m in self.measures}
+        self.qrels, self.run = result.qrels, result.run
+        self.counts: dict[str, int] = dict(result.queries)
+        self._tables: dict[str, Any] | None = None
+
+    def _table(self, key: str) -> Any:
+        if self._tables is None:
+            low, high, pq_low, pq_high, queries = {}, {}, {}, {}, set()
+            for m in self.measures:
+                t = m.text
+                low[t], high[t] = self.result.mean(m)
+                ranges = self.result.per_query(m)
+                pq_low[t] = {q: lo for q, (lo, _) in ranges.items()}
+                pq_high[t] = {q: hi for q, (_, hi) in ranges.items()}
+                queries.update(np.asarray(self.result.evaluations[m].qids).tolist())
+            self._tables = {"low": low, "high": high, "per_query_low": pq_low,
+                            "per_query_high": pq_high, "queries": sorted(queries)}
+        return self._tables[key]
+
+    low = property(lambda self: self._table("low"), doc="measure -> the aggregate's lower end")
+    high = property(lambda self: self._table("high"), doc="measure -> the aggregate's upper end")
+    per_query_low = property(lambda self: self._table("per_query_low"),
+                             doc="measure -> qid -> the lower end")
+    per_query_high = property(lambda self: self._table("per_query_high"),
+                              doc="measure -> qid -> the upper end")
+    queries = property(lambda self: self._table("queries"), doc="the scored queries, sorted")
 
     def ranged(self, name: str) -> bool:
         """Whether the measure's value is a range (ties=unspecified)."""
@@ -123,14 +140,17 @@ class Evaluated:
 
 
 def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Measure],
-             profile: str | Conventions = "trec_eval", **overrides: Any) -> Evaluated:
+             profile: str | Conventions = "trec_eval", *, columns: Mapping[str, str] | None = None,
+             limits: Any = None, **overrides: Any) -> Evaluated:
     """Measures of ``run`` against ``qrels`` under ``profile``, with axes overridden.
 
     ``profile``: a profile name (any library entry, or ``trec_eval10``: see
     :func:`conformance.profiles.names`) or a :class:`Conventions`. Each measure is computed
     under that profile's conventions for it, then ``overrides`` (``gain="exponential"``,
     ``ties="input_order"``), then the axes its own name fixes (``P(rel=2)@5``). Measures that
-    share conventions share one ranking of the run.
+    share conventions share one ranking of the run. ``columns`` and ``limits``: how files are
+    read (:func:`conformance.io.load_run`). The whole path is :mod:`conformance.pipeline`'s,
+    which ``conformance eval`` takes too.
 
     A relevant and a non-relevant document tied at the top: RR is 1 or 1/2 by the tie order,
     and under ``ties=unspecified`` the result says so instead of picking one:
@@ -146,75 +166,89 @@ def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Meas
     >>> conformance.evaluate({"q1": {"a": 1, "b": 0}}, {"q1": {"a": 1.0, "b": 1.0}}, "RR").mean
     {'RR': 0.5}
     """
-    from conformance.reference import evaluate as reference_evaluate
-    from conformance.reference.prepare import Prepared
+    from conformance import pipeline
 
-    ms = list(dict.fromkeys(_measures(measures)))
+    # one per spelling: ndcg_cut_10 and nDCG@10 are one measure (computed once), two keys
+    ms = list({(m, m.text): m for m in _measures(measures)}.values())
     if not ms:
         raise ConformanceError("no measure given")
-    convs = {m: m.conventions(_conventions(profile, m, overrides)) for m in ms}
-    duplicates = {c.duplicates for c in convs.values()}
-    if len(duplicates) > 1:
-        raise ConventionError("the measures read a run with duplicates under different rules; "
-                              "set duplicates= for the whole evaluation")
-    q = load_qrels(qrels)
-    r = load_run(run, duplicates=duplicates.pop())
-    prep = Prepared(q, r)
-    groups: dict[Conventions, list[Measure]] = {}
-    for m in ms:
-        groups.setdefault(convs[m], []).append(m)
-    low, high, pq_low, pq_high, queries = {}, {}, {}, {}, set()
-    for conv, group in groups.items():
-        # the group's conventions already hold every override: measures add none of their own
-        ev = reference_evaluate(prep, None, [Measure(m.family, m.cutoff, (), m.alpha) for m in group], conv)
-        for m, plain in zip(group, [Measure(m.family, m.cutoff, (), m.alpha) for m in group]):
-            t = m.text
-            low[t], high[t] = ev.aggregate(plain), ev.aggregate(plain, upper=True)
-            pq_low[t] = ev.values(plain)
-            keep = ev.counted[plain]
-            pq_high[t] = dict(zip(ev.qids[keep].tolist(), ev.upper[plain][keep].tolist()))
-            queries.update(np.asarray(ev.qids).tolist())
-    return Evaluated(ms, {m.text: convs[m] for m in ms}, low, high, pq_low, pq_high, sorted(queries))
+    return Evaluated(pipeline.evaluate(qrels, run, ms, profile, overrides, columns=columns,
+                                       limits=limits))
 
 
-def compare(qrels: Any, run: Any, measures: str | Sequence[str | Measure] = DEFAULT_COMPARE,
+def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | Measure] | None = None,
             libs: str | Sequence[str] = "all", *, tolerance: float | None = None,
-            timeout: float | None = None, name: str = "input"):
+            timeout: float | None = None, name: str = "input", cases: Any = None,
+            columns: Mapping[str, str] | None = None, limits: Any = None,
+            progress: Callable[[str], None] | None = None,
+            on_ready: Callable[[list, dict], None] | None = None):
     """Every library entry in ``libs`` beside the reference on ``run``, every disagreement
     explained: a :class:`~conformance.runner.RunResult` (values per entry, comparisons with
-    their explanations, ``summary``), what ``conformance run --qrels --run`` reports.
+    their explanations, ``summary``), what ``conformance run --qrels --run``
+    reports. Without ``qrels`` and ``run``: over the edge-case corpus (``cases``: a directory of
+    case files; default the bundled corpus), each case's own measures unless ``measures``.
 
     Each library runs in a worker process of its own (a library that crashes or hangs past
-    ``timeout`` seconds is recorded as that entry's error); a library that cannot be used is
-    listed as unavailable, with what happened in ``result.status``.
+    ``timeout`` seconds is recorded as that entry's error; 0: no limit); a library that cannot
+    be used is listed as unavailable, with what happened in ``result.status``. Every pair of
+    entries named in ``libs`` by their own name (not through a library name or ``all``) that
+    disagrees is explained directly. ``on_ready(subjects, status)`` is called once the inputs are read and
+    every library asked whether it can be used, before any is run; ``progress(case name)``
+    after each case.
     """
-    from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries
+    from conformance import pipeline
+    from conformance.profiles import named_entries
+    from conformance.runner import DEFAULT_TIMEOUT, Subject, isolate, run_entries, statuses
 
-    chosen = select_entries(libs)
-    subject = Subject(name, load_qrels(qrels), load_run(run, duplicates="error"), _measures(measures))
-    return run_entries(isolate(chosen, DEFAULT_TIMEOUT if timeout is None else timeout), [subject],
-                       tolerance)
+    chosen = isolate(select_entries(libs), DEFAULT_TIMEOUT if timeout is None else timeout)
+    if (qrels is None) != (run is None):
+        raise ConformanceError("qrels and run go together (--qrels and --run)")
+    if qrels is not None:
+        if cases is not None:
+            raise ConformanceError("give either cases or qrels and run (--cases or --qrels/--run), not both")
+        inputs = pipeline.read(qrels, run, "error", columns=columns, limits=limits)
+        subjects = [Subject(name, inputs.qrels, inputs.run, _measures(measures or DEFAULT_COMPARE))]
+    else:
+        from conformance.io.cases import load_cases
+
+        wanted = _measures(measures) if measures else None
+        subjects = [Subject(c.name, c.qrels, c.run, wanted or c.measures, c.description)
+                    for c in load_cases(cases)]
+    status = statuses(chosen)  # every worker imports its library, at the same time
+    if on_ready is not None:
+        on_ready(subjects, status)
+    return run_entries(chosen, subjects, tolerance, progress, named=named_entries(libs))
 
 
 def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
                 libs: str | Sequence[str] = "all", live: bool = True, digits: int | None = None,
-                percent: bool = True, per_query_file: Any = None):
+                percent: bool = True, per_query_file: Any = None,
+                columns: Mapping[str, str] | None = None, limits: Any = None,
+                progress: Callable[[str, int, int], None] | None = None,
+                on_ready: Callable[[Any, Any], None] | None = None):
     """Which convention sets and library entries reproduce the values a paper reported for
     ``run``: a :class:`~conformance.paper.PaperResult` (``verdict``, ``consistent_conventions``,
-    the entries' values and gaps, the nearest miss), what ``conformance check-paper`` reports.
+    the entries' values and gaps, the nearest miss), what ``conformance
+    check-paper`` reports.
 
     ``reported``: ``"nDCG@10=0.4312"`` texts (their printed digits set the rounding interval;
     ``digits`` overrides them; values above 1 are percentages unless ``percent=False``).
     ``live``: call the installed libraries (else each entry's declared profile decides).
-    ``per_query_file``: a trec_eval ``-q`` output (``measure qid value``) matched query by query.
+    ``per_query_file``: a trec_eval ``-q`` output
+    (``measure qid value``) matched query by query. ``on_ready(qrels, run, per_query_file)`` is
+    called once the inputs are read.
     """
+    from conformance import pipeline
     from conformance.paper import check_paper as _check
     from conformance.paper import parse_reported, read_reported_per_query
 
     texts = [reported] if isinstance(reported, str) else list(reported)
     values = [parse_reported(t, digits=digits, percent=percent) for t in texts]
+    chosen: list[Entry] = select_entries(libs)
     per_query = None if per_query_file is None else read_reported_per_query(
         per_query_file, digits=digits, percent=percent)
-    chosen: list[Entry] = select_entries(libs)
-    return _check(load_qrels(qrels), load_run(run, duplicates="error"), values, entries=chosen,
-                  live=live, per_query_file=per_query)
+    inputs = pipeline.read(qrels, run, "error", columns=columns, limits=limits)
+    if on_ready is not None:
+        on_ready(inputs.qrels, inputs.run, per_query)
+    return _check(inputs.qrels, inputs.run, values, entries=chosen, live=live, per_query_file=per_query,
+                  progress=progress, prep=inputs.prep)

@@ -240,7 +240,8 @@ def _mean(lv: LibraryValues) -> float | None:
 
 def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
             outputs: dict[str, tuple[Conventions, float, LibraryValues]],
-            tol_override: float | None = None, known: dict[str, str] | None = None) -> Comparison:
+            tol_override: float | None = None, known: dict[str, str] | None = None,
+            named: Sequence[str] = ()) -> Comparison:
     """Compare entries' outputs on one case and measure, and explain each disagreement.
 
     ``outputs``: entry name -> (its declared profile for this measure, its tolerance, output).
@@ -249,6 +250,12 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
     a documented library failure (``Entry.known_failure``: entry -> reason). Such a failure is
     what the entry is declared to do, so it is neither a self-profile mismatch nor a
     disagreement to explain; the comparison lists it under ``known_failures``.
+
+    Two classes are explained through their representatives (the first member whose profile
+    the reference follows). ``named``: entries the user asked about by name; each pair of them
+    in different classes whose members are not those representatives is explained directly
+    too (an explanation of its own, so sklearn against trec_eval is said even when
+    sklearn:ignore_ties stands for trec_eval's class).
     """
     ref = prep if isinstance(prep, Reference) else Reference(prep)
     known = dict(known or {})
@@ -302,6 +309,21 @@ def compare(case_name: str, prep: "Prepared | Reference", measure: Measure,
         tol = max(tol_of[a], tol_of[b])
         e = explain_pair(ref, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2], tol,
                          outputs[a][2])
+        explanations.append(e)
+        if e.axes is None:
+            unexplained.append({
+                "between": [a, b],
+                "reason": "no set of differing axes turns one value into the other",
+                "differing_axes": e.differing,
+            })
+    explained = {frozenset(e.between) for e in explanations}
+    class_of = {n: i for i, cls in enumerate(classes) for n in cls}
+    asked = [n for n in dict.fromkeys(named) if n in class_of and faithful[n]]
+    for a, b in itertools.combinations(asked, 2):
+        if class_of[a] == class_of[b] or frozenset((a, b)) in explained:
+            continue
+        e = explain_pair(ref, measure, a, outputs[a][0], b, outputs[b][0], outputs[b][2],
+                         max(tol_of[a], tol_of[b]), outputs[a][2])
         explanations.append(e)
         if e.axes is None:
             unexplained.append({

@@ -111,8 +111,7 @@ def select_entries(spec: str | list[str] | tuple[str, ...] = "all") -> list[Entr
     names (every entry of that library), comma separated or as a list, in the order given.
     Raises ConventionError naming an unknown one."""
     every = libs.all_entries()
-    names_ = [spec] if isinstance(spec, str) else list(spec)
-    names_ = [n.strip() for text in names_ for n in text.split(",") if n.strip()]
+    names_ = _names_in(spec)
     if not names_:
         raise ConventionError("no library entry named: give 'all' or entry names such as trec_eval,sklearn")
     if names_ == ["all"]:
@@ -127,6 +126,20 @@ def select_entries(spec: str | list[str] | tuple[str, ...] = "all") -> list[Entr
             raise ConventionError(f"unknown library entry {n!r}{hint}")
         chosen.extend(e for e in matching if e not in chosen)
     return chosen
+
+
+def _names_in(spec: str | list[str] | tuple[str, ...]) -> list[str]:
+    names_ = [spec] if isinstance(spec, str) else list(spec)
+    return [n.strip() for text in names_ for n in text.split(",") if n.strip()]
+
+
+def named_entries(spec: str | list[str] | tuple[str, ...] = "all") -> list[str]:
+    """The entries ``spec`` names by their own name (``sklearn``, ``lightgbm:linear_gain``),
+    as opposed to those it selects through a library name or ``all``: the user asked about
+    these, so ``conformance run`` explains each pair of them directly. A name that is both a
+    library's and its default entry's (``sklearn``) counts as the entry."""
+    every = {e.name for e in libs.all_entries()}
+    return [n for n in dict.fromkeys(_names_in(spec)) if n in every]
 
 
 def describe(name: str) -> str:

@@ -88,6 +88,50 @@ class RunResult:
             "unexplained": unexplained,
         }
 
+    def table(self) -> list[dict]:
+        """Per case x measure, every entry's value grouped into its agreement class: what
+        ``conformance run`` shows first.
+
+        One record per comparison, in run order: ``case``, ``metric`` and ``classes``, a list
+        of ``{"entries": [...], "apart": {axis: value}, "base": bool, "explained": bool}``.
+        Each entry is ``{"entry", "mean", "queries", "error"}``: its mean (None when it
+        failed), the number of queries it gave a value for, and its error text (None when
+        it has none). The base class is the one holding trec_eval (the first class when
+        trec_eval is not among them); ``apart`` gives, for every other class, the axes that
+        explain its difference from the base class, with this class's value of each (empty
+        and ``explained`` False when no set of conventions explains it). Entries whose library
+        failed as documented (``Entry.known_failure``) form a last class of their own, with
+        ``known`` True.
+        """
+        rows = []
+        for c in self.comparisons:
+            base = next((cls for cls in c.classes if "trec_eval" in cls), c.classes[0] if c.classes else [])
+
+            def entry(name: str) -> dict:
+                return {"entry": name, "mean": c.values.get(name),
+                        "queries": len(c.per_query.get(name) or {}),
+                        "error": c.errors.get(name) or c.known_failures.get(name)}
+
+            classes = []
+            for cls in c.classes:
+                apart: dict[str, str] = {}
+                explained = True
+                if cls is not base:
+                    e = next((e for e in c.explanations
+                              if {e.between[0] in base, e.between[1] in base} == {True, False}
+                              and (e.between[0] in cls or e.between[1] in cls)), None)
+                    explained = e is not None and e.axes is not None
+                    if explained:
+                        mine = 1 if e.between[1] in cls else 0
+                        apart = {a: e.switched[a][mine] for a in e.axes}
+                classes.append({"entries": [entry(n) for n in cls], "apart": apart,
+                                "base": cls is base, "explained": explained, "known": False})
+            if c.known_failures:
+                classes.append({"entries": [entry(n) for n in c.known_failures], "apart": {},
+                                "base": False, "explained": True, "known": True})
+            rows.append({"case": c.case, "metric": c.metric, "classes": classes})
+        return rows
+
     def to_json(self) -> dict:
         return {
             "libraries": {
@@ -159,8 +203,12 @@ def run_entries(
     subjects: Iterable[Subject],
     tolerance: float | None = None,
     progress: Callable[[str], None] | None = None,
+    named: Iterable[str] = (),
 ) -> RunResult:
     """Evaluate every case with every available entry and compare.
+
+    ``named``: the entries the user asked about by name; every pair of them that disagrees
+    is explained directly (``explain.compare``), not only through class representatives.
 
     Each library's worker process works through the cases in order on a thread of its own, so
     the libraries run at the same time (on as many cores as there are) and a slow one (ranx's
@@ -168,7 +216,7 @@ def run_entries(
     case while the libraries work on it and compares a case once every library has answered.
     Results do not depend on that timing: comparisons are made and listed in case order.
     """
-    subjects = list(subjects)
+    subjects, named = list(subjects), list(named)
     status = statuses(entries)
     available = {name: s.available for name, s in status.items()}
     result = RunResult(entries, available, {e.name: (e.version() if available[e.name] else None)
@@ -197,7 +245,7 @@ def run_entries(
             outputs: dict[str, dict[Measure, LibraryValues]] = {}
             for key in groups:
                 outputs.update(futures[key].result())
-            _compare_subject(result, subject, prep, live, by_name, outputs, tolerance)
+            _compare_subject(result, subject, prep, live, by_name, outputs, tolerance, named)
             if progress is not None:
                 progress(subject.name)
     except BaseException:
@@ -214,7 +262,7 @@ def run_entries(
 
 def _compare_subject(result: RunResult, subject: Subject, prep: Reference, live: list[Entry],
                      by_name: dict[str, Entry], outputs: dict[str, dict[Measure, LibraryValues]],
-                     tolerance: float | None) -> None:
+                     tolerance: float | None, named: list[str] = ()) -> None:
     for m in subject.measures:
         per_entry = {
             e.name: (e.profile(m), e.tolerance_for(m), outputs[e.name][m])
@@ -225,7 +273,7 @@ def _compare_subject(result: RunResult, subject: Subject, prep: Reference, live:
         known = {n: reason for n in per_entry if per_entry[n][2].error is not None
                  and (reason := by_name[n].known_failure(subject.qrels, subject.run, m))}
         if per_entry:
-            result.comparisons.append(compare(subject.name, prep, m, per_entry, tolerance, known))
+            result.comparisons.append(compare(subject.name, prep, m, per_entry, tolerance, known, named))
 
 
 # --- entries in worker processes ----------------------------------------------------------------

@@ -47,7 +47,8 @@ def render(result: RunResult, max_examples: int = 3) -> str:
     for metric in sorted(by_metric):
         comps = by_metric[metric]
         agree_all = sum(1 for c in comps if len(c.classes) == 1)
-        out(f"{metric}: {len(comps)} cases, all entries agree on {agree_all}")
+        out(f"{metric}: every entry agrees on {agree_all} of {len(comps)} "
+            f"{'case' if len(comps) == 1 else 'cases'}")
         groups: dict[tuple, list] = defaultdict(list)
         for c in comps:
             for e in c.explanations:
@@ -62,6 +63,7 @@ def render(result: RunResult, max_examples: int = 3) -> str:
                     f"{between[1]}={_fmt(c.values.get(between[1]))}")
     s = result.summary
     out("")
-    out(f"{s['comparisons']} comparisons, {s['disagreements']} disagreements, "
-        f"{s['explained']} explained, {s['unexplained']} unexplained")
+    out(f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
+        f"pairs examined, {s['explained']} of them explained by conventions; "
+        f"{s['unexplained']} unexplained findings")
     return "\n".join(lines)

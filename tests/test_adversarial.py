@@ -70,6 +70,8 @@ SUBPROCESS = {
     "gzip_bomb_long_line", "gzip_bomb_nul", "dev_zero", "nul_file", "input_size_env", "long_line_env",
     "json_huge_int_score", "json_lone_surrogate_docid", "jsonl_qid_aliases_differ", "csv_ragged",
     "unknown_format", "json_exact_big_ints", "limit_env_not_a_size",
+    "output_is_run", "paper_json_is_run", "two_outputs_one_file", "tol_nan", "timeout_zero",
+    "rag_k_zero",
 }
 _NOT_INPUT = {"cases.json", "README.md"}
 PY_WARNING = re.compile(r"\.py:\d+: \w*Warning")
@@ -202,7 +204,7 @@ def _crashing_script() -> str:
     # A real bug stand-in: the reference evaluation raises an exception no user input explains.
     return ("import conformance.cli as c\n"
             "def broken(*a, **k):\n    raise ZeroDivisionError('float division by zero')\n"
-            "c._evaluate = broken\nc.main()\n")
+            "import conformance.pipeline as p\np.evaluate_inputs = broken\nc.main()\n")
 
 
 def test_internal_error_is_one_line_exit_3_no_traceback():
@@ -576,7 +578,7 @@ def test_running_out_of_memory_is_exit_2_with_what_was_needed():
     one line, what the input needed; not "a bug in conformance" (exit 3)."""
     script = ("import numpy as np, conformance.cli as c\n"
               "def huge(*a, **k):\n    return np.empty(2**62, np.uint8)\n"
-              "c._evaluate = huge\nc.main()\n")
+              "import conformance.pipeline as p\np.evaluate_inputs = huge\nc.main()\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", script, "eval", "--example"], capture_output=True, text=True,
                           timeout=300, env=env)

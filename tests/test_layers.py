@@ -26,10 +26,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.explain", "conformance.paper",
-                 "conformance.runner", "conformance.rag", "conformance.pipeline",
+                 "conformance.runner", "conformance.rag", "conformance.pipeline", "conformance.statement",
                  "conformance.api")),
     ("report", ("conformance.report", "conformance.summary")),
-    ("cli", ("conformance.cli", "conformance.cli_paper", "conformance.cli_rag")),
+    ("cli", ("conformance.cli",)),
 ]
 FACADE = "conformance"
 

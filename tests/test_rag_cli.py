@@ -72,7 +72,7 @@ def test_an_output_never_overwrites_an_input(tmp_path):
     out = jsonl(tmp_path / "out.jsonl", [{"qid": "q1", "retrieved": [], "answer": ""}])
     before = Path(out).read_text()
     r = cli("rag", "--qrels", gold, "--variant", f"v={out}", "--json", out)
-    assert r.returncode == 2 and "that is an input file" in r.stderr
+    assert r.returncode == 2 and f"--json {out}: that is the input {out}; an output never overwrites an input" in r.stderr
     assert Path(out).read_text() == before
 
 

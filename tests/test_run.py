@@ -95,5 +95,6 @@ def test_json_is_byte_identical_across_hash_seeds_and_has_the_schema(tmp_path):
     # the terminal summary ends with the same counts
     s = data["summary"]
     assert out_a.rstrip().endswith(
-        f"{s['comparisons']} comparisons, {s['disagreements']} disagreements, "
-        f"{s['explained']} explained, {s['unexplained']} unexplained")
+        f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
+        f"pairs examined, {s['explained']} of them explained by conventions; "
+        f"{s['unexplained']} unexplained findings")

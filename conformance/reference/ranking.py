@@ -457,8 +457,11 @@ def rank(
             return j if tie_rule == "unjudged_first" else -j
         ties = [key(doc, -1), judged]
     elif tie_rule in ("pessimistic_gain", "optimistic_gain"):
-        # graded measures: a gain map need not be monotone in the label, so order by gain
-        ties = [key(doc, -1), key(gains(labels, conv), 1 if tie_rule == "pessimistic_gain" else -1)]
+        # graded measures: a gain map need not be monotone in the label, so order by gain; an
+        # exponential gain is (2^label - 1), monotone, so it orders as the linear one does
+        # without overflowing to equal infinities for labels of 1024 and more
+        order_by = conv.replace(gain="linear") if conv.gain == "exponential" else conv
+        ties = [key(doc, -1), key(gains(labels, order_by), 1 if tie_rule == "pessimistic_gain" else -1)]
     else:  # pragma: no cover - the vocabulary admits no other value
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
     order = sort_order(q, primary, ties, n_queries)

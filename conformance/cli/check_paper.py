@@ -1,6 +1,6 @@
 """``conformance check-paper``: which conventions and libraries reproduce the values a paper reports.
 
-Registered on ``conformance.cli.main`` (``cli.py`` imports this module at its end). The engine is
+Added to ``conformance.cli.main`` by the package. The engine is
 ``conformance.paper``; this module reads the options, loads the inputs, shows progress and
 writes the answer: the plain-text summary on stdout, ``--json OUT`` the full answer with sorted
 keys (identical input, identical bytes), ``--html OUT`` the HTML report.
@@ -17,7 +17,8 @@ import sys
 import click
 
 from conformance import outputs
-from conformance.cli import input_options, main, reading, reports_errors
+from conformance.cli.common import (check_folder, check_outputs, describe, input_options, reading,
+                                    reports_errors, select_entries)
 from conformance.errors import ConformanceError
 
 
@@ -40,7 +41,7 @@ def _html_writer():
     return lambda result, path: outputs.write_text(path, render(result), make_parents=True)
 
 
-@main.command("check-paper")
+@click.command("check-paper")
 @click.option("--qrels", "qrels_path", required=True, metavar="FILE", help="Relevance judgments.")
 @click.option("--run", "run_path", required=True, metavar="FILE", help="The run the paper evaluated.")
 @click.option(
@@ -66,7 +67,7 @@ def _html_writer():
 @click.option("--quiet", is_flag=True, help="No progress, row counts or warnings on stderr.")
 @input_options
 @reports_errors
-def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
+def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
                         libs, no_live, json_path, html_path, quiet, columns, max_input_bytes, max_line_bytes):
     """Which convention sets and library entries reproduce the values a paper reports?
 
@@ -80,14 +81,13 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
     """
     from conformance import io as cio
     from conformance import paper
-    from conformance.cli import _describe, _select_entries
 
     percent = not no_percent
     if digits is not None and not 0 <= digits <= paper.MAX_DIGITS:
         raise ConformanceError(f"--digits must be between 0 and {paper.MAX_DIGITS}, got {digits}")
-    if json_path and not os.path.isdir(os.path.dirname(os.path.abspath(json_path))):
-        # fail before the sweep, not after it
-        raise ConformanceError(f"--json {json_path}: the directory does not exist")
+    # before the sweep, not after it: no output may name an input or another output
+    check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, per_query_path])
+    check_folder("--json", json_path)
     reported = [paper.parse_reported(t, digits=digits, percent=percent) for t in reported_texts]
     if not reported and not per_query_path:
         raise ConformanceError(
@@ -95,15 +95,15 @@ def check_paper_command(qrels_path, run_path, reported_texts, per_query_path, di
             "--reported-per-query FILE"
         )
     write_html = _html_writer() if html_path else None
-    entries = _select_entries(libs)
+    entries = select_entries(libs)
     per_query = (paper.read_reported_per_query(per_query_path, digits=digits, percent=percent)
                  if per_query_path else None)
     how = reading(columns, max_input_bytes, max_line_bytes)
     qrels = cio.load_qrels(qrels_path, **how)
     run = cio.load_run(run_path, duplicates="error", **how)
     if not quiet:
-        click.echo(f"conformance: {_describe('qrels', qrels)}", err=True)
-        click.echo(f"conformance: {_describe('run', run)}", err=True)
+        click.echo(f"conformance: {describe('qrels', qrels)}", err=True)
+        click.echo(f"conformance: {describe('run', run)}", err=True)
         if per_query is not None and per_query.unknown_measures:
             shown = ", ".join(per_query.unknown_measures[:8])
             more = len(per_query.unknown_measures) - 8

@@ -1,7 +1,7 @@
 """``conformance rag`` and ``conformance correlate``: RAG pipeline variants, from retrieval
 conventions to answer quality.
 
-Registered on ``conformance.cli.main`` (``cli.py`` imports this module at its end). The engine
+Added to ``conformance.cli.main`` by the package. The engine
 is ``conformance.rag``; this module reads the options, calls it, prints the summary
 (``conformance.rag.summary``) on stdout and writes ``--json`` (``conformance.rag.report_data``)
 and ``--html`` (``conformance.report.rag_html``). Warnings go to stderr (``--quiet`` silences
@@ -18,27 +18,17 @@ import os
 
 import click
 
-from conformance.cli import main, reports_errors
+from conformance import outputs
+from conformance.cli.common import check_folder, check_outputs, reports_errors
 from conformance.errors import ConformanceError
 
 
-def _check_output(path: str | None, inputs: list[str], option: str) -> None:
-    """An output goes to an existing directory and never over an input."""
-    if not path:
-        return
-    target = os.path.abspath(path)
-    if not os.path.isdir(os.path.dirname(target)):
-        raise ConformanceError(f"{option} {path}: the directory does not exist")
-    for p in inputs:
-        if p and os.path.exists(p) and os.path.exists(target) and os.path.samefile(p, target):
-            raise ConformanceError(f"{option} {path}: that is an input file; choose another output")
-
-
-def _write(path: str, text: str) -> None:
-    tmp = path + ".part"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    os.replace(tmp, path)  # whole or not at all
+def _check_outputs(outputs: dict[str, str | None], inputs: list) -> None:
+    """Before any work: no output names an input or another output, and each one's folder
+    exists (the writes make no folders)."""
+    check_outputs(outputs, inputs)
+    for option, path in outputs.items():
+        check_folder(option, path)
 
 
 def _warn(result, quiet: bool) -> None:
@@ -53,14 +43,14 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
 
     click.echo(render(result), nl=False)
     if json_path:
-        _write(json_path, dumps(result))
+        outputs.write_text(json_path, dumps(result))
     if html_path:
         from conformance.report.rag_html import render as render_html
 
-        _write(html_path, render_html(result))
+        outputs.write_text(html_path, render_html(result))
 
 
-@main.command("rag")
+@click.command("rag")
 @click.option("--qrels", "gold_path", metavar="GOLD", help="The gold file (RAG JSONL: qid, query, gold_doc_ids, ...).")
 @click.option("--variant", "variants", multiple=True, metavar="NAME=FILE",
               help="A pipeline variant's output JSONL (qid, retrieved, answer); repeatable.")
@@ -76,12 +66,12 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
 @click.option("--graded", is_flag=True, help="Faithfulness from graded verdicts 0 / 1 / 2.")
 @click.option("--by", "by", default="query_class", show_default=True, metavar="FIELD",
               help="Slice by this gold field ('none': no slices).")
-@click.option("--context-k", type=int, metavar="N", help="The generator saw the first N retrieved passages (default: all).")
+@click.option("--context-k", type=click.IntRange(min=1), metavar="N", help="The generator saw the first N retrieved passages (default: all).")
 @click.option("--correlate", is_flag=True, help="Rank every retrieval metric and convention by how well it tracks answer quality.")
 @click.option("--quality", default="correctness", show_default=True, metavar="SOURCE|FILE",
               help="Answer quality for --correlate: correctness, faithfulness, relevance or a file of scores.")
 @click.option("--rank-by", type=click.Choice(["spearman", "pearson", "kendall"]), default="spearman", show_default=True)
-@click.option("--bootstrap", "resamples", type=int, default=1000, show_default=True, metavar="N", help="Resamples.")
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N", help="Resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--example", is_flag=True, help="Evaluate the bundled example (three variants, 40 queries).")
 @click.option("--precomputed", is_flag=True,
@@ -90,7 +80,7 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
 @click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
 @click.option("--quiet", is_flag=True, help="No warnings on stderr.")
 @reports_errors
-def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, compare_judge,
+def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, compare_judge,
                 graded, by, context_k, correlate, quality, rank_by, resamples, seed, example, precomputed,
                 json_path, html_path, quiet):
     """Evaluate RAG pipeline variants over one gold file: retrieval under named conventions with
@@ -102,6 +92,7 @@ def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge
     """
     from conformance.rag import harness
 
+    cutoffs = harness.parse_ks(ks)  # before the example is prepared or any file is read
     by = None if by in ("none", "") else by
     if example:
         if gold_path or variants or corpus_path:
@@ -126,10 +117,9 @@ def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge
 
         inputs.append(quality)
         quality_source = read_quality(quality)
-    _check_output(json_path, inputs, "--json")
-    _check_output(html_path, inputs, "--html")
+    _check_outputs({"--json": json_path, "--html": html_path}, inputs)
     result = harness.evaluate_variants(
-        gold_path, variant_paths, harness.parse_ks(ks), profile=profile_name, judge=judge, judge_url=judge_url,
+        gold_path, variant_paths, cutoffs, profile=profile_name, judge=judge, judge_url=judge_url,
         judge_model=judge_model, compare_judge=compare_judge, graded=graded, by=by, corpus=corpus_path,
         context_k=context_k, correlate=correlate, quality=quality_source, rank_by=rank_by, resamples=resamples,
         seed=seed)
@@ -141,7 +131,7 @@ def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge
         click.echo(f"conformance: wrote {html_path}", err=True)
 
 
-@main.command("correlate")
+@click.command("correlate")
 @click.option("--metrics-from", "sources", multiple=True, required=True, metavar="RUN_OR_RAG_JSON",
               help="A conformance rag --json output, or a run (TREC or JSONL) with --qrels; repeatable for runs.")
 @click.option("--qrels", "qrels_path", metavar="FILE", help="Judgments, for --metrics-from RUN.")
@@ -152,7 +142,7 @@ def rag_command(gold_path, variants, corpus_path, ks, profile_name, judge, judge
 @click.option("--by", "by", default="query_class", show_default=True, metavar="FIELD",
               help="Slice by this gold field when --qrels is a RAG JSONL file ('none': no slices).")
 @click.option("--rank-by", type=click.Choice(["spearman", "pearson", "kendall"]), default="spearman", show_default=True)
-@click.option("--bootstrap", "resamples", type=int, default=1000, show_default=True, metavar="N")
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "json_path", metavar="OUT", help="Write the study as JSON.")
 @click.option("--quiet", is_flag=True, help="No warnings on stderr.")
@@ -170,9 +160,10 @@ def correlate_command(sources, qrels_path, quality_path, ks, profile_name, by, r
     from conformance.rag.harness import parse_ks
     from conformance.rag.inputs import read_quality
 
-    _check_output(json_path, [*sources, qrels_path, quality_path], "--json")
+    cutoffs = parse_ks(ks)
+    _check_outputs({"--json": json_path}, [*sources, qrels_path, quality_path])
     quality = read_quality(quality_path)
-    study, warnings = engine.correlate(list(sources), quality, qrels_path=qrels_path, ks=parse_ks(ks),
+    study, warnings = engine.correlate(list(sources), quality, qrels_path=qrels_path, ks=cutoffs,
                                        profile=profile_name, by=None if by in ("none", "") else by,
                                        rank_by=rank_by, resamples=resamples, seed=seed)
     if not quiet:
@@ -180,4 +171,4 @@ def correlate_command(sources, qrels_path, quality_path, ks, profile_name, by, r
             click.echo(f"conformance: warning: {w}", err=True)
     click.echo(engine.render(study), nl=False)
     if json_path:
-        _write(json_path, engine.dumps(study))
+        outputs.write_text(json_path, engine.dumps(study))

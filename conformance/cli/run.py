@@ -1,0 +1,164 @@
+"""``conformance run``: every library entry beside the reference, every disagreement explained.
+
+The engine is :func:`conformance.api.compare` (``conformance.runner``); this module reads the
+options, reports the inputs and the libraries that cannot be used on stderr, writes ``--json``
+(``RunResult.dumps``) and ``--html`` (``conformance.report.html``) whole before printing, and
+prints the text answer or, with ``--format json``, the JSON document on stdout.
+
+The text answer: first, per case x measure, every entry's value (its mean and the number of
+queries it scored, or its error whole) grouped into agreement classes, each class labelled by
+the conventions that set it apart from trec_eval's class (``RunResult.table``; entries that
+agree are all shown); then the explanations and the counts (``conformance.summary``).
+``--quiet`` prints the tables, the entries (and why any is unavailable) and the closing counts. ``--format json``: the document of
+``--json`` (same keys) with ``table`` added.
+
+Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad input,
+3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from conformance.cli.common import (Tolerance, check_outputs, describe, input_options, input_warnings,
+                                    lib_timeout_option, libs_option, reading, reports_errors,
+                                    plural, select_entries, shown, warn, with_progress)
+from conformance.errors import ConformanceError
+from conformance.measures import parse_measures
+
+
+@click.command("run")
+@libs_option("Library entries to run: 'all', entry names (lightgbm:linear_gain) or library names "
+             "(every entry of that library). Each pair of entries named is explained directly.")
+@click.option("--cases", "cases_dir", metavar="DIR",
+              help="A directory of case files (default: the bundled edge-case corpus).")
+@click.option("--qrels", "qrels_path", metavar="FILE", help="Your own qrels (with --run).")
+@click.option("--run", "run_path", metavar="FILE", help="Your own run (with --qrels).")
+@click.option("-m", "--metrics", "metric_lists", multiple=True, metavar="LIST",
+              help="Measures to compare (default: each case's own list; for --qrels/--run "
+                   "nDCG@10,nDCG,AP,RR,P@10,R@100).")
+@click.option("--json", "json_path", metavar="OUT", help="Write the full comparison as JSON.")
+@click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="What stdout gets: the text answer, or the JSON document of --json.")
+@click.option("--tol", type=Tolerance(), default=None, metavar="X",
+              help="One tolerance for every comparison, a number >= 0 (default: each entry's own, "
+                   "1e-12 for float64 libraries and 1e-6 for float32 ones).")
+@lib_timeout_option("Stop a library that has not answered one case after this many seconds (> 0), "
+                    "and record that as its error for the case; 'none': no limit.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no warnings about the input.")
+@input_options
+@reports_errors
+def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, fmt, tol,
+            lib_timeout, quiet, columns, max_input_bytes, max_line_bytes):
+    """Run library entries beside the reference over the edge-case corpus (or your files) and
+    explain every disagreement by the conventions that cause it.
+
+    Each library runs in its own worker process: one that raises, aborts, segfaults or hangs
+    (past --lib-timeout) gets that recorded as its error for the case, and the run goes on.
+
+    Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
+    input, 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
+    """
+    from conformance import api, outputs, summary
+
+    select_entries(libs)  # an unknown name is refused before any file is read
+    metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
+    if (qrels_path is None) != (run_path is None):
+        raise ConformanceError("--qrels and --run go together")
+    if qrels_path is not None and cases_dir is not None:
+        raise ConformanceError("give either --cases or --qrels/--run, not both")
+    check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, cases_dir])
+    how = reading(columns, max_input_bytes, max_line_bytes) if qrels_path is not None else {}
+
+    def ready(subjects, status):
+        if qrels_path is not None and not quiet:
+            s = subjects[0]
+            click.echo(f"conformance: {describe('qrels', s.qrels)}", err=True)
+            click.echo(f"conformance: {describe('run', s.run)}", err=True)
+            for text in input_warnings(s.qrels, s.run, None, s.measures):
+                warn(text)
+        for name, st in status.items():  # even with --quiet: a library missing from the answer
+            if not st.available:
+                slow = st.state == "import_timed_out"
+                hint = "; raise --lib-timeout to wait longer" if slow else ""
+                warn(f"{name} {st.describe()}{hint}; it is reported as unavailable")
+
+    total = None
+    if qrels_path is None:
+        from conformance.io.cases import load_cases
+
+        total = len(load_cases(cases_dir))
+    result = with_progress(
+        lambda progress: api.compare(qrels_path, run_path, metrics, libs, tolerance=tol,
+                                     timeout=lib_timeout, cases=cases_dir,
+                                     name=shown(os.path.basename(run_path)) if run_path else "input",
+                                     progress=progress, on_ready=ready, **how),
+        quiet, "cases", total=total if total is not None else 1)
+    # the files first, whole or not at all: a reader of stdout that goes away (| head) or a
+    # stop signal during the summary cannot cost them
+    if json_path:
+        outputs.write_text(json_path, result.dumps())
+    if html_path:
+        from conformance.report import html as report_html
+
+        outputs.write_text(html_path, report_html.render(result), make_parents=True)
+    if fmt == "json":
+        click.echo(_json_with_table(result))
+    else:
+        click.echo(render_tables(result.table()))
+        text = summary.render(result)
+        # --quiet: the tables, the entries (with why any is unavailable) and the closing counts
+        entries_block = text.split("\n\n", 1)[0]
+        click.echo(entries_block + "\n\n" + text.rsplit("\n", 1)[-1] if quiet else text)
+    raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
+
+
+def _json_with_table(result) -> str:
+    """The document of --json with the value tables added under ``table`` (NaN as null)."""
+    import json
+    import math
+
+    table = result.table()
+    for row in table:
+        for cls in row["classes"]:
+            for e in cls["entries"]:
+                if isinstance(e["mean"], float) and math.isnan(e["mean"]):
+                    e["mean"] = None
+    return json.dumps({**result.to_json(), "table": table}, sort_keys=True, indent=1, allow_nan=False)
+
+
+def _value(e: dict) -> str:
+    if e["error"] is not None:
+        return "error: " + " ".join(str(e["error"]).split())
+    mean = e["mean"]
+    text = "nan" if mean is None or mean != mean else f"{mean:.4f}"
+    return f"{text}  ({plural(e['queries'], 'query', 'queries')})"
+
+
+def _class_label(cls: dict) -> str:
+    if cls["known"]:
+        return "failed as the library documents"
+    if cls["base"]:
+        return "trec_eval's class" if any(e["entry"] == "trec_eval" for e in cls["entries"]) else "first class"
+    if not cls["explained"]:
+        return "apart, by no convention found (unexplained)"
+    return "apart by " + ", ".join(f"{a}={v}" for a, v in cls["apart"].items())
+
+
+def render_tables(table: list[dict]) -> str:
+    """One table per case x measure: each agreement class under its label (what sets it apart
+    from trec_eval's class), each entry with its mean and the queries it scored, or its error."""
+    lines: list[str] = []
+    width = max((len(e["entry"]) for row in table for cls in row["classes"] for e in cls["entries"]),
+                default=0) + 2
+    for row in table:
+        lines.append(f"{row['metric']} on {row['case']}")
+        for cls in row["classes"]:
+            lines.append(f"  [{_class_label(cls)}]")
+            for e in cls["entries"]:
+                lines.append(f"    {e['entry']:<{width}}{_value(e)}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,269 @@
+"""One evaluation: read a qrels and a run, group the measures by their conventions, evaluate.
+
+The path every evaluation of a user's input takes: :func:`conformance.api.evaluate` (and so
+``conformance eval``), and the reading of ``conformance run`` and ``check-paper``. Inputs are
+whatever the readers take (a path in any format, a DataFrame, a ``{qid: {docid: value}}``
+mapping, a :class:`~conformance.io.Qrels` / :class:`~conformance.io.Run`).
+
+- :func:`read` reads both inputs. Two paths are read at the same time, the qrels in a second
+  thread (the readers spend most of their time in Arrow and numpy, outside the GIL: ~0.08 s of a
+  2M-row run saved). A bad qrels is reported before a bad run, as if read first. The run's check
+  for a docid listed twice in a query is left to the join (:func:`read` says when it ran).
+- :func:`conventions_for` gives each measure its conventions: the profile's for that measure
+  (profiles differ by measure: torchmetrics' AP is not its nDCG), the overrides, then the axes
+  the measure's name fixes (``P(rel=2)@5``).
+- :func:`evaluate` evaluates every measure under its own conventions, once per distinct
+  convention set (measures that share one share the ranking of the run); ``ndcg_cut_10`` and
+  ``nDCG@10`` are one measure, computed once and reported under each spelling.
+
+One rule for duplicates: a run is read once, so every measure must read a repeated docid the
+same way; measures whose conventions disagree on ``duplicates`` are refused (ConventionError).
+
+Process-wide tuning (:func:`own_process`): the memory policy and thread settings of a command
+that owns its process. The library never applies it on its own: a user's program keeps its
+allocator and its BLAS threads.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from conformance.conventions import AXES, ConventionError, Conventions
+from conformance.measures import Measure
+
+ARROW_DECAY_MS = 100
+
+
+def no_blas_threads() -> None:
+    """No OpenBLAS worker threads in this process, unless the user asked for them.
+
+    Importing numpy starts OpenBLAS's worker threads, which spin waiting for work for about
+    0.1 s of CPU: on a 2-core machine, a core taken from the command, whose evaluation never
+    calls BLAS. (12 interleaved runs of ``conformance eval`` on a 2M-row run: median CPU time
+    2.23 s with the threads, 2.04 s without.) Only before numpy's first import, which is when
+    OpenBLAS reads the variable; the command runs no other program that could inherit it.
+    """
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def _one_malloc_arena() -> None:
+    """Have every thread take memory from glibc's main malloc arena (numpy's arrays come from
+    malloc).
+
+    glibc gives each thread that allocates while another does an arena of its own; memory
+    freed in an arena stays there for that arena's next allocations. With the readers' and
+    the evaluation's threads each keeping some, ~20 MB more was held at the peak of a 2M-row
+    run. One arena (``mallopt(M_ARENA_MAX, 1)``, set before any of those threads exists) lets
+    every thread reuse what any other freed. (Fixing the mmap threshold instead, so large
+    blocks go back to the system at once, lowered the peak more but cost ~35,000 more page
+    faults, ~0.15 s.) Skipped where the C library has no ``mallopt`` (not glibc).
+    """
+    import ctypes
+
+    M_ARENA_MAX = -8
+    try:
+        ctypes.CDLL(None).mallopt(M_ARENA_MAX, 1)
+    except (OSError, AttributeError):
+        pass
+
+
+def own_process() -> None:
+    """Set the process's memory policy: freed Arrow memory goes back to the system within
+    ``ARROW_DECAY_MS`` and at the end of each reader's parse; one malloc arena for numpy.
+
+    For a command that owns its process (``conformance eval``): it sets the process-wide Arrow
+    pool, which the library API leaves alone. Arrow's default pool (mimalloc) keeps freed
+    blocks for reuse: on a 2M-row run it held ~100 MB that no array used after the parse,
+    which added to the peak. jemalloc returns freed pages after its decay time. With no delay
+    (0 ms) every block the CSV parser frees was given back and faulted in again for the next
+    block: ~66,000 page faults in the parse of a 2M-row run, ~0.25 s of system time. With
+    100 ms, blocks are reused while the parse runs (~43,000 faults), and the readers return
+    what is left once parsed (``io.trec._fast_parse``, and :func:`read` after both inputs are
+    read), so the peak stays that of the evaluation (401-402 MB either way, in 8 runs each; the
+    whole command ~0.2 s faster). A 1 s decay kept too much between the purges (peak 589 MB).
+    Skipped where Arrow has no jemalloc.
+    """
+    no_blas_threads()
+    import pyarrow as pa
+
+    _one_malloc_arena()
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(ARROW_DECAY_MS)
+        pa.set_memory_pool(pool)
+    except (NotImplementedError, pa.ArrowException, AttributeError):
+        pass
+
+
+def _is_path(source: Any) -> bool:
+    return isinstance(source, (str, bytes, os.PathLike))
+
+
+@dataclass
+class Inputs:
+    """Both inputs, read and joined once (``prep``, shared by every convention set)."""
+
+    qrels: Any  # conformance.io.Qrels
+    run: Any  # conformance.io.Run
+    prep: Any  # conformance.reference.prepare.Prepared
+
+
+def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
+         limits: Any = None) -> Inputs:
+    """Read ``qrels`` and ``run`` (paths, frames, mappings or read values) and join them.
+
+    ``duplicates``: what a docid listed twice in one query of the run means (the axis of that
+    name); ``columns`` and ``limits``: the readers' options for files (``--columns``, the input
+    limits). Raises the readers' ConformanceError (file, line, problem) for bad input, the
+    qrels' first when both are bad.
+    """
+    import pyarrow as pa
+
+    from conformance import io as cio
+    from conformance.parallel import in_thread
+    from conformance.reference.prepare import Prepared
+
+    how = {"columns": columns, "limits": limits}
+    if _is_path(qrels) and _is_path(run):
+        # Their transient arrays add to the run reader's (on 2M rows the command's peak was
+        # 360-396 MB in 14 runs, against pytrec_eval's 421 MB; reading one file after the
+        # other, 378-394).
+        qrels_read = in_thread(lambda: cio.load_qrels(qrels, **how))
+        try:
+            # The reader's check for a docid listed twice in a query sorts every (query,
+            # docid) pair (~0.04 s on a 2M-row run); the join below sorts them with the
+            # judgments and sees every repeat too, so the check is made only when the join
+            # did not run or found one (then the reader's error, or its duplicates policy, as
+            # if made at read).
+            read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
+        except BaseException:
+            qrels_read()  # a bad qrels file is reported first, as if it had been read first
+            raise
+        read_qrels = qrels_read()
+        pa.default_memory_pool().release_unused()  # what the readers freed, before the evaluation
+    else:
+        read_qrels = cio.load_qrels(qrels, **how)
+        read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
+    prep = Prepared(read_qrels, read_run)
+    if read_run.distinct_pairs is None:
+        if prep.joined_by_words:
+            read_run.distinct_pairs = True  # the join compared every pair of equal hash: no repeat
+        else:
+            settled = cio.settle_pairs(read_run, duplicates)
+            if settled is not read_run:  # listings dropped: join again (else the join stands)
+                read_run, prep = settled, Prepared(read_qrels, settled)
+    return Inputs(read_qrels, read_run, prep)
+
+
+def overrides_from_settings(settings: Sequence[str]) -> dict[str, Any]:
+    """``["gain=exponential", "ties=input_order"]`` (``--set``) as axis -> parsed value; a later
+    setting of one axis replaces an earlier one."""
+    from conformance.conventions import parse_setting
+
+    return dict(parse_setting(s) for s in settings)
+
+
+def conventions_for(profile: str | Conventions, measures: Sequence[Measure],
+                    overrides: Mapping[str, Any] | None = None) -> dict[Measure, Conventions]:
+    """Each measure's effective conventions: ``profile``'s for it (a name, see
+    :func:`conformance.profiles.profile`, or one :class:`Conventions` for all), ``overrides``
+    (axis -> value, parsed here when given as text), then the axes its name fixes."""
+    overrides = dict(overrides or {})
+    unknown = [a for a in overrides if a not in AXES]
+    if unknown:
+        Conventions().replace(**{unknown[0]: None})  # raises ConventionError naming the axis
+    parsed = {a: AXES[a].parse(v) for a, v in overrides.items()}
+    out: dict[Measure, Conventions] = {}
+    for m in measures:
+        if isinstance(profile, Conventions):
+            base = profile
+        else:
+            from conformance.profiles import profile as profile_of
+
+            base = profile_of(profile, m)
+        out[m] = m.conventions(base.replace(**parsed))
+    return out
+
+
+def one_duplicates_rule(convs: Mapping[Measure, Conventions]) -> str:
+    """The ``duplicates`` rule every measure reads the run under (one read for all)."""
+    rules = {c.duplicates for c in convs.values()}
+    if len(rules) > 1:
+        raise ConventionError("the measures read a run with duplicates under different rules ("
+                              + ", ".join(sorted(rules)) + "); set duplicates= for the whole evaluation")
+    return rules.pop() if rules else "error"
+
+
+@dataclass
+class Result:
+    """Every measure evaluated on one pair of inputs.
+
+    ``evaluations[m]``: the :class:`~conformance.reference.evaluate.Evaluation` holding measure
+    ``m`` (measures sharing conventions share one); ``conventions[m]`` what ``m`` was computed
+    under; ``queries``: how many were scored, and how many appear in only one input.
+    """
+
+    inputs: Inputs
+    measures: list[Measure]
+    conventions: dict[Measure, Conventions]
+    evaluations: dict[Measure, Any]
+    queries: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def qrels(self):
+        return self.inputs.qrels
+
+    @property
+    def run(self):
+        return self.inputs.run
+
+    def mean(self, m: Measure) -> tuple[float, float]:
+        """(low, high) of the aggregate; equal unless ``ties=unspecified``."""
+        ev = self.evaluations[m]
+        return ev.aggregate(m), ev.aggregate(m, upper=True)
+
+    def per_query(self, m: Measure) -> dict[str, tuple[float, float]]:
+        """qid -> (low, high) over the queries that enter ``m``'s aggregate."""
+        return self.evaluations[m].ranges(m)
+
+    def ranged(self, m: Measure) -> bool:
+        return self.conventions[m].ties == "unspecified"
+
+
+def evaluate_inputs(inputs: Inputs, measures: Sequence[Measure],
+                    convs: Mapping[Measure, Conventions]) -> Result:
+    """Evaluate every measure of ``measures`` under ``convs[m]``, one reference call per
+    distinct convention set."""
+    from conformance.reference import evaluate
+
+    measures = list(measures)
+    groups: dict[Conventions, list[Measure]] = {}
+    for m in measures:
+        group = groups.setdefault(convs[m], [])
+        if m not in group:  # ndcg_cut_10 and nDCG@10 are one measure: computed once
+            group.append(m)
+    evaluations = {}
+    for conv, group in groups.items():
+        ev = evaluate(inputs.prep, None, group, conv)
+        for m in group:
+            evaluations[m] = ev
+    first = convs[measures[0]] if measures else Conventions()
+    scored = int(evaluate(inputs.prep, None, [], first).qids.size)
+    qrels_q = set(inputs.qrels.present_qids().tolist())
+    run_q = set(inputs.run.present_qids().tolist())
+    queries = {"scored": scored, "run_only": len(run_q - qrels_q), "qrels_only": len(qrels_q - run_q)}
+    return Result(inputs, measures, {m: convs[m] for m in measures}, evaluations, queries)
+
+
+def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | Conventions = "trec_eval",
+             overrides: Mapping[str, Any] | None = None, *, columns: Mapping[str, str] | None = None,
+             limits: Any = None) -> Result:
+    """Read both inputs and evaluate ``measures`` under ``profile`` with ``overrides``: the
+    whole pipeline (see the module docstring)."""
+    convs = conventions_for(profile, measures, overrides)
+    inputs = read(qrels, run, one_duplicates_rule(convs), columns=columns, limits=limits)
+    return evaluate_inputs(inputs, measures, convs)

@@ -1,0 +1,133 @@
+"""``conformance run``'s value tables (issue 16.1): every entry's value per measure, grouped in
+agreement classes labelled by what sets each apart from trec_eval's class; agreeing entries
+shown; ``--quiet`` and ``--format json``.
+
+Live libraries (trec_eval through pytrec_eval, LightGBM, XGBoost) on the bundled example.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import main
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+pytest.importorskip("lightgbm")
+pytest.importorskip("xgboost")
+
+EXAMPLES = resources.files("conformance") / "examples"
+QRELS, RUN = str(EXAMPLES / "qrels.txt"), str(EXAMPLES / "run.txt")
+LIBS = "trec_eval,lightgbm,xgboost"
+
+
+def _run(*extra):
+    result = CliRunner().invoke(main, ["run", "--libs", LIBS, "--qrels", QRELS, "--run", RUN,
+                                       "-m", "nDCG@10", *extra])
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def _trec_eval_ndcg10() -> float:
+    """nDCG@10 by pytrec_eval itself, on the same files."""
+    qrels, run = {}, {}
+    for line in open(QRELS):
+        q, _, d, rel = line.split()
+        qrels.setdefault(q, {})[d] = int(rel)
+    for line in open(RUN):
+        q, _, d, _, score, _ = line.split()
+        run.setdefault(q, {})[d] = float(score)
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut"}).evaluate(run)
+    return sum(v["ndcg_cut_10"] for v in per_query.values()) / len(per_query)
+
+
+@pytest.fixture(scope="module")
+def document():
+    return json.loads(_run("--format", "json", "--quiet"))
+
+
+def test_json_keeps_the_keys_of_json_and_adds_the_table(document, tmp_path):
+    out = tmp_path / "r.json"
+    _run("--json", str(out), "--quiet")
+    written = json.loads(out.read_text())
+    assert set(document) == set(written) | {"table"}
+    assert {k: document[k] for k in written} == written
+
+
+def test_every_entry_appears_once_in_its_agreement_class(document):
+    [row] = document["table"]
+    assert row["metric"] == "nDCG@10" and row["case"] == "run.txt"
+    [comparison] = document["comparisons"]
+    assert [[e["entry"] for e in cls["entries"]] for cls in row["classes"]] == comparison["agreement"]
+    entries = [e["entry"] for cls in row["classes"] for e in cls["entries"]]
+    assert sorted(entries) == sorted(set(entries))
+    # xgboost agrees with lightgbm: shown beside it, not dropped
+    assert {"lightgbm", "xgboost"} <= set(entries)
+    for cls in row["classes"]:
+        for e in cls["entries"]:
+            assert e["mean"] == comparison["values"][e["entry"]] and e["queries"] == 3 and e["error"] is None
+
+
+def test_the_base_class_holds_trec_eval_with_its_own_value(document):
+    [row] = document["table"]
+    base = [cls for cls in row["classes"] if cls["base"]]
+    assert len(base) == 1 and base[0]["apart"] == {}
+    [te] = [e for e in base[0]["entries"] if e["entry"] == "trec_eval"]
+    assert te["mean"] == pytest.approx(_trec_eval_ndcg10(), abs=1e-12)
+
+
+def test_every_other_class_is_labelled_by_its_explaining_conventions(document):
+    [row] = document["table"]
+    [comparison] = document["comparisons"]
+    others = [cls for cls in row["classes"] if not cls["base"]]
+    assert others, "LightGBM's nDCG@10 differs from trec_eval's on the example"
+    for cls in others:
+        names = {e["entry"] for e in cls["entries"]}
+        # the first: through the class's representative (pairs named follow)
+        expl = next(x for x in comparison["explanations"]
+                    if "trec_eval" in x["between"] and names & set(x["between"]))
+        side = 1 if expl["between"][1] in names else 0
+        assert cls["explained"] and cls["apart"] == {a: expl["values"][a][side] for a in expl["axes"]}
+    lgb = next(cls for cls in others if "lightgbm" in {e["entry"] for e in cls["entries"]})
+    assert lgb["apart"].get("gain") == "exponential"  # LightGBM's nDCG: 2^label - 1
+
+
+def test_text_shows_the_tables_then_the_explanations_and_quiet_only_tables_and_counts():
+    full = _run()
+    quiet = _run("--quiet")
+    assert full.startswith("nDCG@10 on run.txt\n  [trec_eval's class]\n    trec_eval ")
+    assert "    xgboost " in full and "    lightgbm " in full
+    assert "[apart by " in full and "gain=exponential" in full
+    assert "1 case(s), explained by gain: linear -> exponential" in full and "\nentries: " in full
+    assert quiet.startswith("nDCG@10 on run.txt\n")
+    assert "case(s), explained by" not in quiet and "\nentries: " in quiet
+    assert quiet.rstrip().endswith(full.rstrip().rsplit("\n", 1)[-1])
+    assert full.rstrip().rsplit("\n", 1)[-1].startswith("1 case x measure comparisons; ")
+
+
+def _explained_pairs(libs: str) -> dict[frozenset, dict]:
+    result = CliRunner().invoke(main, ["run", "--libs", libs, "--qrels", QRELS, "--run", RUN, "-m", "nDCG@10",
+                                       "--format", "json", "--quiet"])
+    assert result.exit_code == 0, result.stderr
+    [c] = json.loads(result.stdout)["comparisons"]
+    return {frozenset(e["between"]): e for e in c["explanations"]}, c["agreement"]
+
+
+def test_each_pair_of_entries_named_is_explained_directly():
+    """Issue 16.2. xgboost:ndcg- agrees with lightgbm, which stands for their class; named by
+    the user, it is explained against trec_eval itself. Selected through its library
+    ('xgboost' picks xgboost's entries), it is explained only through lightgbm."""
+    pairs, classes = _explained_pairs("lightgbm,xgboost:ndcg-,trec_eval")
+    assert ["lightgbm", "xgboost:ndcg-"] in classes  # the representative is lightgbm
+    direct = pairs[frozenset(("xgboost:ndcg-", "trec_eval"))]
+    via = pairs[frozenset(("lightgbm", "trec_eval"))]
+    # XGBoost's rank:ndcg nDCG: 2^label - 1 gains, as LightGBM's
+    assert direct["values"]["gain"] == ["exponential", "linear"] and direct["axes"]
+    assert set(direct["axes"]) == set(via["axes"])
+    pairs, classes = _explained_pairs("lightgbm,xgboost,trec_eval")
+    assert ["lightgbm", "xgboost", "xgboost:ndcg-"] in classes
+    assert frozenset(("xgboost", "trec_eval")) in pairs  # the entry named xgboost
+    assert frozenset(("xgboost:ndcg-", "trec_eval")) not in pairs
