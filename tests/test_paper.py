@@ -144,7 +144,7 @@ def test_interval_ends_are_exact_and_closed():
 SWEEP_MEASURES = parse_measures(
     "nDCG@3,nDCG,DCG@5,P@5,R@10,R,F1@4,Success@2,RR,RR@3,AP,AP@5,Rprec,NumQ,NumRet,NumRel,"
     "NumRelRet,T(alpha=0.3)@5,Fe@3,P(rel=2)@3,ndcg_burges@4,nDCG(ties=unspecified)@4,"
-    "nDCG(empty_query=one)@2"
+    "nDCG(empty_query=one)@2,Rcap@3,Hole@2,GranularRR@3"
 )
 
 
@@ -237,7 +237,7 @@ AXIS_VALUES = {
 }
 READ_MEASURES = parse_measures(
     "nDCG@3,nDCG,DCG@3,DCG,P@3,R@3,R,F1@3,Success@2,Success,RR,RR@2,AP,AP@3,Rprec,"
-    "T(alpha=0.5)@3,Fe@2,NumQ,NumRet,NumRel,NumRelRet"
+    "T(alpha=0.5)@3,Fe@2,NumQ,NumRet,NumRel,NumRelRet,Rcap@3,Hole@2,GranularRR@2"
 )
 
 
@@ -328,12 +328,15 @@ def hand_evidence():
 def test_exponential_gain_reproduces_and_trec_eval_does_not(hand_evidence):
     res = answer(hand_evidence, [parse_reported("nDCG@3=0.7967")])
     # exponential gain 0.7967076 (log2 discount; Jarvelin's gives 1.0); the threshold may be
-    # anything while labels keep their gains (binary scope), and only 1 when it drops them
+    # anything while labels keep their gains (binary scope), and only 1 when it drops them;
+    # rounding to 5 places (0.79671) stays inside 0.7967's printed interval
     assert res.consistent_conventions == [
         {"gain": "exponential", "discount": "log2", "ideal": "any", "empty_query": "any", "ties": "any",
-         "relevance_threshold": "any", "threshold_scope": "binary", "score_precision": "any"},
+         "relevance_threshold": "any", "threshold_scope": "binary", "score_precision": "any",
+         "rounding": "any"},
         {"gain": "exponential", "discount": "log2", "ideal": "any", "empty_query": "any", "ties": "any",
-         "relevance_threshold": "1", "threshold_scope": "any", "score_precision": "any"},
+         "relevance_threshold": "1", "threshold_scope": "any", "score_precision": "any",
+         "rounding": "any"},
     ]
     # LightGBM and XGBoost use 2^rel - 1; trec_eval and scikit-learn linear gain (0.8597187)
     assert res.consistent_libraries == ["lightgbm", "xgboost"]

@@ -142,6 +142,9 @@ class Ranked:
     e_gain: np.ndarray  # per row: expected gain
     ap_term: np.ndarray  # per row: expected (relevant here) * precision here
     p_first: np.ndarray  # per row: probability that the first relevant row is here
+    # under duplicates=set: 1.0 for a document's highest-ranked listing, 0.0 for a later one
+    # (whose label rank() reads as unjudged); None otherwise
+    first: np.ndarray | None = None
 
     def upto(self, x: np.ndarray, k: int | None) -> np.ndarray:
         """Per query: sum of ``x`` over its top ``k`` rows (all rows when k is None)."""
@@ -323,6 +326,11 @@ def rank(
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
     order = sort_order(q, primary, ties, n_queries)
     lab_s = labels[order]
+    first = None
+    if conv.duplicates == "set":  # a document counts at its highest-ranked listing only
+        first = _first_listings(q[order], _take(doc, order))
+        lab_s[~first] = np.nan
+        first = first.astype(np.float64)
     # the rows come out query by query: each query's count and first row need no sorted copy
     # of the query codes (segments() counts them the same in any order)
     start, n = segments(q, n_queries)
@@ -368,7 +376,7 @@ def rank(
             ap_term /= pos
         e_gain = gain + 0.0 if (np.signbit(gain) & (gain == 0)).any() else gain
         pieces = [pos, gain, rel, pos, np.zeros(rows, bool), np.zeros(rows, bool), rel, e_gain,
-                  ap_term, p_first]
+                  ap_term, p_first] + ([] if first is None else [first])
         return _cut_to_depth(n_queries, start, n, pieces, conv)
 
     idx = np.arange(rows, dtype=np.int64)
@@ -410,8 +418,21 @@ def rank(
     else:
         group_varied = np.zeros(0, bool)
     pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
-              p_first]
+              p_first] + ([] if first is None else [first])
     return _cut_to_depth(n_queries, start, n, pieces, conv)
+
+
+def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
+    """Per sorted row: whether it is its (query, document)'s first row in this order (rows come
+    query by query, so a pair's rows are in rank order). ``doc_sorted``: integers equal for
+    equal docids."""
+    first = np.zeros(q_sorted.size, bool)
+    if q_sorted.size:
+        doc = np.asarray(doc_sorted, dtype=np.int64)
+        _, doc = np.unique(doc, return_inverse=True)  # 0 .. distinct - 1: the pair packs in int64
+        pair = q_sorted.astype(np.int64) * (int(doc.max()) + 1) + doc.reshape(-1)
+        first[np.unique(pair, return_index=True)[1]] = True
+    return first
 
 
 def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list,
