@@ -67,6 +67,7 @@ FAMILIES = [
     ("AP", False), ("AP", True), ("RR", False), ("RR", True), ("GranularRR", False),
     ("GranularRR", True),
     ("P", True), ("R", True), ("R", False), ("Success", True), ("Rprec", False), ("F1", True),
+    ("Rcap", True), ("Hole", True),
 ]
 # Cutoffs: small ones, ones beyond every generated list (<= 15 documents), and 32 (XGBoost's
 # plain ndcg is nDCG@32 and supports nothing else).

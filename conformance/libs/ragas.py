@@ -29,7 +29,7 @@ Facts behind the profiles (ragas 0.4.3, ``ragas/metrics/_context_precision.py`` 
   adapter's stable sort: ``ties=input_order``, on float64 scores;
 - precision is 0 for a query whose reference is empty (hits 0 over a non-empty list):
   ``empty_query=zero``; recall is NaN there (``total_refs > 0 else np.nan``): the query has no
-  value (``empty_query=skip``);
+  value, and is left out of the per-query values, as ``empty_query=skip`` leaves it out;
 - relevant is membership in the reference the adapter builds, label >= 1, compared as given:
   ``relevance_threshold=1``, ``label_type=float``, negative labels never relevant.
 """
@@ -119,7 +119,8 @@ class RagasEntry(Entry):
                     ids = ids if m.cutoff is None else ids[:m.cutoff]
                     v = float(metric.single_turn_score(SingleTurnSample(
                         retrieved_context_ids=ids, reference_context_ids=reference.get(q, []))))
-                    per_query[q] = math.nan if math.isnan(v) else v
+                    if not math.isnan(v):  # NaN: the query has no value (empty_query=skip)
+                        per_query[q] = v
                 out[m] = LibraryValues(per_query=per_query)
         except Exception as exc:  # the library's refusal is the result
             err = LibraryValues(error=f"{type(exc).__name__}: {exc}")
