@@ -263,11 +263,14 @@ AXES: dict[str, Axis] = {
             {
                 "judged": "every judged document of the query, retrieved or not",
                 "retrieved": "only the labels of the ranked list itself",
+                "judged_to_list": "every judged document of the query, the ideal cut at the "
+                                  "list's length n as well as at k (min(k, n) positions)",
             },
             default="judged",
             group="normalisation",
             swept=("judged", "retrieved"),
-            phrases={"judged": "the judged ideal", "retrieved": "the ideal of the retrieved list"},
+            phrases={"judged": "the judged ideal", "retrieved": "the ideal of the retrieved list",
+                     "judged_to_list": "the judged ideal cut at the list's length"},
             explorer=True,
         ),
         Axis(
@@ -393,9 +396,14 @@ AXES: dict[str, Axis] = {
             {
                 "run": "queries present in both the run and the qrels",
                 "qrels": "every judged query; one missing from the run scores 0",
-                "qrels_strict": "every judged query, one missing from the run scoring 0; "
-                                "evaluation fails on a run query with no judgment (BEIR's "
-                                "evaluate_custom: qrels[query_id])",
+                "qrels_strict": "every judged query, one missing from the run scoring 0 whatever "
+                                "its judgments; evaluation fails on a run query with no judgment "
+                                "(BEIR's evaluate_custom: qrels[query_id])",
+                "run_all": "every run query, one with no judgment scored as a query without "
+                           "relevant documents (trectools: the mean divides by the run's topics)",
+                "run_strict": "every run query; evaluation fails on a run query with no "
+                              "judgment, and judged queries missing from the run are left out "
+                              "(MTEB's own metrics: qrels[query_id] for every run query)",
                 "raise": "evaluation fails when the run's and the qrels' query sets differ",
             },
             default="run",
@@ -484,6 +492,10 @@ AXES: dict[str, Axis] = {
                 "last": "the last listing is kept",
                 "keep": "every listing is kept, each a document of its own with the document's "
                         "label (a library given bare score lists has no docid to repeat)",
+                "set": "every listing keeps its rank, but a document counts once, at its "
+                       "highest-ranked listing: a later listing is neither relevant nor a gain, "
+                       "and P@k's min(k, n) counts distinct documents (LlamaIndex's Precision "
+                       "and Recall: set(retrieved_ids))",
             },
             default="error",
             group="input",
@@ -499,7 +511,8 @@ AXES: dict[str, Axis] = {
             },
             default="keep",
             group="input",  # every family sees the shorter list (reference.evaluate's kept rows)
-            # not swept: the sweep's engine ranks the run's rows itself and keeps every one
+            # swept only when some retrieved document is named like its query (sweep.Facts)
+            swept=("keep", "drop"),
             phrases={"keep": "documents named like their query kept",
                      "drop": "documents named like their query dropped"},
         ),
@@ -513,9 +526,10 @@ AXES: dict[str, Axis] = {
             open_meaning="an integer N >= 0: each query's value and the mean are rounded to N "
                          "places (Python's round, half to even on the exact binary value), the "
                          "mean from the unrounded values (BEIR and MTEB: 5)",
-            # not swept: the sweep's aggregates are unrounded (a printed value's own interval
-            # already holds what rounding to fewer places does)
-            phrases={None: "values at full precision"},
+            # BEIR and MTEB print 5 places; fewer places are what a paper's own printed
+            # interval already holds
+            swept=(None, 5),
+            phrases={None: "values at full precision", 5: "values rounded to 5 places"},
             open_phrase="values rounded to {} places",
             stored={"none": None},
         ),
@@ -618,6 +632,50 @@ AXES: dict[str, Axis] = {
             swept=("unjudged_only", "always"),
             phrases={"unjudged_only": "the residual without the tail unless something is unjudged",
                      "always": "the residual with the tail"},
+        ),
+        Axis(
+            "negative_ideal",
+            "what nDCG does with a query whose ideal DCG is negative (negative gains kept)",
+            {
+                "empty": "an ideal DCG <= 0 makes the query empty (0/0: empty_query decides)",
+                "divide": "a negative ideal DCG divides the DCG like any other, so the value "
+                          "may exceed 1 or be negative; only an ideal of exactly 0 is empty "
+                          "(torchmetrics' functional retrieval_normalized_dcg; scikit-learn's "
+                          "ndcg_score before it refused negative labels)",
+            },
+            default="empty",
+            group="named",
+            phrases={"empty": "negative ideals as empty queries",
+                     "divide": "negative ideals divided through"},
+        ),
+        Axis(
+            "unretrieved",
+            "judged documents of a run query that the run did not retrieve",
+            {
+                "absent": "they are not in the ranked list (they count in R and the ideal only)",
+                "appended": "each is added to its query's list with score 0, after the run's "
+                            "own documents, before anything is scored (code that builds "
+                            "scikit-learn's y_true / y_score from qrels and a run)",
+            },
+            default="absent",
+            group="input",
+            phrases={"absent": "unretrieved judged documents left out of the lists",
+                     "appended": "unretrieved judged documents appended with score 0"},
+        ),
+        Axis(
+            "batch",
+            "how the queries' lists are handed to a metric",
+            {
+                "per_query": "each query's list is ranked and scored on its own",
+                "flattened": "every scored query's documents form one ranking, scored as one "
+                             "query holding all their judgments (a 2-D batch handed to a "
+                             "per-list function, as torchmetrics' functional retrieval_* "
+                             "flatten it): one value, named by the first query id",
+            },
+            default="per_query",
+            group="input",
+            phrases={"per_query": "each query ranked on its own",
+                     "flattened": "the queries flattened into one ranking"},
         ),
     ]
 }

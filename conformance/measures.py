@@ -309,6 +309,7 @@ FAMILIES: dict[str, Family] = {
             "nDCG", "normalised discounted cumulative gain",
             "DCG@k / IDCG@k, the ideal DCG of the ideal source sorted by gain, cut at k",
             kind="graded", cutoff="optional", groups=_GRADED_GROUPS, scale_free=True,
+            axes_named=("negative_ideal",),
             names=(_ir("nDCG"), _ir("NDCG", alias=True),
                    _trec("ndcg", gains=True), _trec("ndcg_cut", cut=True),
                    _ranx("ndcg"), _ranx("ndcg_burges", fixed=_EXP)),
@@ -348,6 +349,24 @@ FAMILIES: dict[str, Family] = {
                 _trec("set_recall"),
                 _ranx("recall"),
             ),
+        ),
+        Family(
+            "Rcap", "capped recall: recall whose denominator is at most k (BEIR's and MTEB's "
+            "R_cap@k)",
+            "relevant in the top k / min(k, R)",
+            kind="binary", cutoff="required", groups=_BINARY_GROUPS,
+            names=(_ir("Rcap", native=False, bare_error="Rcap needs a cutoff, such as Rcap@10"),
+                   _ir("R_cap", alias=True, native=False,
+                       bare_error="R_cap needs a cutoff, such as R_cap@10")),
+        ),
+        Family(
+            "Hole", "the share of the top k that no judgment names (BEIR's and MTEB's Hole@k)",
+            "documents in the top k judged for no query at all / k",
+            # relevance and labels play no part: a document is annotated when any qrels row
+            # names it, whatever its label or query
+            kind="binary", cutoff="required",
+            groups=("input", "aggregation", "ordering", "depth"),
+            names=(_ir("Hole", native=False, bare_error="Hole needs a cutoff, such as Hole@10"),),
         ),
         Family(
             "F1", "F-measure, the weighted harmonic mean of P@k and R@k (F1 when beta = 1)",

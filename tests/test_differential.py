@@ -89,6 +89,7 @@ FAMILIES = [
     ("BPM", True, (("T", 1.0),) + _CWL4),
     ("FallOut", True), ("FallOut", False), ("AUROC", False), ("AUROC", True),
     ("RecallAtPrecision", True, (("min_precision", 0.5),)), ("RecallAtPrecision", False),
+    ("Rcap", True), ("Hole", True),
 ]
 FAMILIES = [f + ((), ())[: 4 - len(f)] for f in FAMILIES]
 # gdeval reads numeric query ids only: its groups draw those

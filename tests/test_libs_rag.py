@@ -101,8 +101,8 @@ def test_llama_index_facts():
 
 
 @pytest.mark.requires_library("llama_index")
-def test_llama_index_refuses_repeats_for_set_metrics_in_a_worker_too():
-    # entries are pickled to their worker process: the refusal must not hang on object identity
+def test_llama_index_counts_repeats_once_for_set_metrics_in_a_worker_too():
+    # entries are pickled to their worker process: the entry must not hang on object identity
     import pickle
 
     e = pickle.loads(pickle.dumps(entry("llama_index")))
@@ -112,7 +112,8 @@ def test_llama_index_refuses_repeats_for_set_metrics_in_a_worker_too():
     m = parse_measure("P@5")
     lv = e.evaluate(Qrels.from_records([("q1", "a", 1)]),
                     Run.from_records([("q1", "a", 2.0), ("q1", "a", 1.0)]), [m])[m]
-    assert lv.error is not None and "refused by the adapter" in lv.error
+    # set(["a", "a"]) = {a}: 1 hit / 1 distinct document (duplicates=set)
+    assert lv.error is None and lv.per_query == {"q1": 1.0}
 
 
 # One name per family added after these entries were written (issue 17); none of the three
@@ -141,3 +142,29 @@ def test_rag_entries_do_not_claim_the_newer_families(name):
     assert claimed == [], f"{name} claims {claimed}"
     # the profile lookup keeps a measure's parameters when it looks past the name's axes
     assert [t for t in NEWER_FAMILIES if computes(name, t)] == []
+
+
+@pytest.mark.requires_library("beir")
+def test_beir_recall_cap_divides_by_min_k_and_relevant_and_raises_on_none_relevant():
+    # q1: relevant a, b, c; top 2 = x, a -> R_cap@2 = 1 / min(3, 2) = 0.5
+    qrels = [("q1", "a", 1), ("q1", "b", 1), ("q1", "c", 1)]
+    run = [("q1", "x", 2.0), ("q1", "a", 1.0)]
+    assert call("beir:custom", "Rcap@2", qrels, run).mean == 0.5
+    lv = call("beir:custom", "Rcap@2", qrels + [("q2", "d", 0)], run + [("q2", "d", 1.0)])
+    assert lv.error is not None and "ZeroDivisionError" in lv.error
+
+
+@pytest.mark.requires_library("beir")
+def test_beir_hole_bug_is_refused_with_its_smallest_case():
+    from beir.retrieval.evaluation import EvaluateRetrieval
+    # the library itself: two run queries whose top document no judgment names, one judged
+    # query: (1 + 1) / len(qrels) = 2.0, where each query's share is 1
+    got = EvaluateRetrieval.evaluate_custom({"q1": {"d1": 1}}, {"q1": {"d2": 1.0}, "q2": {"d3": 1.0}},
+                                            [1], "hole")
+    assert got == {"Hole@1": 2.0}
+    lv = call("beir:custom", "Hole@1", [("q1", "d1", 1)], [("q1", "d2", 1.0), ("q2", "d3", 1.0)])
+    assert lv.error is not None and "library bug" in lv.error and "Hole@1 = 2.0" in lv.error
+    # equal query sets: q1's top 2 = d2 (named by no judgment), d1 -> 1/2; q2's d3 -> 1 / 2
+    lv = call("beir:custom", "Hole@2", [("q1", "d1", 1), ("q2", "d3", 0)],
+              [("q1", "d2", 2.0), ("q1", "d1", 1.0), ("q2", "d3", 1.0)])
+    assert lv.per_query == {"q1": 0.5, "q2": 0.0} and lv.mean == 0.25

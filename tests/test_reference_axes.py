@@ -107,6 +107,9 @@ CASES: dict[str, AxisCase] = {
         expected={
             "judged": [2 / (3 + 2 / log2(3) + 1 / log2(4)), 2 / 3, (1 / 1 + 2 / 3) / 3],
             "retrieved": [2 / (2 + 1 / log2(3) + 0), 2 / 2, (1 / 1 + 2 / 3) / 2],
+            # min(k = 3, n = 3) positions: the judged ideal here (see the test below that
+            # tells the two apart)
+            "judged_to_list": [2 / (3 + 2 / log2(3) + 1 / log2(4)), 2 / 3, (1 / 1 + 2 / 3) / 3],
         },
     ),
     # ranks: a (1); b (1) judged, not retrieved; R = 2, n = 1
@@ -214,6 +217,8 @@ CASES: dict[str, AxisCase] = {
             "run": [1 / 1, 1],
             "qrels": [(1 + 0) / 2, 2],
             "qrels_strict": RAISES,  # q3 is in the run but not judged
+            "run_all": [(1 + 0) / 2, 2],  # q1 and q3; q3 has no relevant document: 0
+            "run_strict": RAISES,  # q3 is in the run but not judged
             "raise": RAISES,
         },
     ),
@@ -289,12 +294,15 @@ CASES: dict[str, AxisCase] = {
     "duplicates": AxisCase(
         qrels=[("q", "a", 1), ("q", "b", 0)],
         run=[("q", "a", 3.0), ("q", "b", 2.0), ("q", "a", 1.0)],
-        measures=[M("RR"), M("NumRet")],
+        measures=[M("RR"), M("NumRet"), M("AP")],
         expected={
             "error": RAISES,
-            "first": [1 / 1, 2],  # a keeps 3.0
-            "last": [1 / 2, 2],  # a keeps 1.0
-            "keep": [1 / 1, 3],  # both listings are documents: a at ranks 1 and 3
+            "first": [1 / 1, 2, (1 / 1) / 1],  # a keeps 3.0
+            "last": [1 / 2, 2, (1 / 2) / 1],  # a keeps 1.0
+            # both listings are documents: a at ranks 1 and 3
+            "keep": [1 / 1, 3, (1 / 1 + 2 / 3) / 1],
+            # three listings keep their ranks, a counts only at rank 1
+            "set": [1 / 1, 3, (1 / 1) / 1],
         },
     ),
     # AP: q1 1 (a first), q2 1/2 (c below b), q3 0 (its relevant d never retrieved)
@@ -387,6 +395,39 @@ CASES: dict[str, AxisCase] = {
             2: [0.17],  # (0.33 + 0) / 2 would give 0.165
             5: [0.16667],
             0: [0.0],
+        },
+    ),
+    # negative_labels=keep; judged a (-1), b (-2); ranks: b, a
+    # DCG = -2 - 1 / log2(3); IDCG = -1 - 2 / log2(3) < 0
+    "negative_ideal": AxisCase(
+        qrels=[("q", "a", -1), ("q", "b", -2)],
+        run=[("q", "b", 2.0), ("q", "a", 1.0)],
+        measures=[M("nDCG")],
+        expected={
+            "empty": [0.0],  # empty query, empty_query=zero
+            "divide": [(-2 - 1 / log2(3)) / (-1 - 2 / log2(3))],
+        },
+        base={"negative_labels": "keep"},
+    ),
+    # judged a (1, not retrieved), b (0); ranks: b (2.0), x (1.0, unjudged)
+    "unretrieved": AxisCase(
+        qrels=[("q", "a", 1), ("q", "b", 0)],
+        run=[("q", "b", 2.0), ("q", "x", 1.0)],
+        measures=[M("RR"), M("NumRet"), M("P", 3)],
+        expected={
+            "absent": [0.0, 2, 0 / 3],
+            "appended": [1 / 3, 3, 1 / 3],  # a appended at rank 3 with score 0
+        },
+    ),
+    # judged q1 {a: 1}, q2 {b: 1}; q1 ranks c (3.0), a (1.0); q2 ranks b (2.0)
+    "batch": AxisCase(
+        qrels=[("q1", "a", 1), ("q2", "b", 1)],
+        run=[("q1", "c", 3.0), ("q1", "a", 1.0), ("q2", "b", 2.0)],
+        measures=[M("RR"), M("NumQ"), M("R", 2)],
+        expected={
+            "per_query": [(1 / 2 + 1 / 1) / 2, 2, (1 / 1 + 1 / 1) / 2],
+            # one ranking c, b, a (R = 2): first relevant at 2; top 2 holds b only
+            "flattened": [1 / 2, 1, 1 / 2],
         },
     ),
 }
@@ -618,6 +659,36 @@ def test_query_set_qrels_strict_scores_every_judged_query_when_the_run_has_no_ot
     conv = Conventions(query_set="qrels_strict")
     got = evaluate_rows([("q1", "a", 1), ("q2", "b", 1)], [("q1", "a", 1.0)], [m], conv)
     assert got.aggregate(m) == pytest.approx((1 + 0) / 2, abs=TOL)
+
+
+def test_ideal_judged_to_list_cuts_the_judged_ideal_at_the_list_length():
+    # judged a, b, c (all 1); ranks: a (2.0), x (1.0, unjudged); nDCG@5, DCG = 1
+    qrels = [("q", "a", 1), ("q", "b", 1), ("q", "c", 1)]
+    run = [("q", "a", 2.0), ("q", "x", 1.0)]
+    want = {
+        "judged": 1 / (1 + 1 / log2(3) + 1 / log2(4)),  # three ones in the ideal
+        "judged_to_list": 1 / (1 + 1 / log2(3)),  # min(5, n = 2) ones
+        "retrieved": 1 / 1,  # the list's own labels 1, 0
+    }
+    for ideal, value in want.items():
+        ev = evaluate_rows(qrels, run, [M("nDCG", 5)], Conventions(ideal=ideal))
+        assert ev.aggregate(M("nDCG", 5)) == pytest.approx(value, abs=TOL), ideal
+
+
+def test_query_set_run_all_and_run_strict_leave_out_judged_queries_missing_from_the_run():
+    # judged q1 {a: 1}, q2 {b: 1}; the run ranks a for q1 only
+    qrels, run = [("q1", "a", 1), ("q2", "b", 1)], [("q1", "a", 1.0)]
+    want = {"run_all": 1 / 1, "run_strict": 1 / 1, "qrels": (1 + 0) / 2, "qrels_strict": (1 + 0) / 2}
+    for query_set, value in want.items():
+        ev = evaluate_rows(qrels, run, [M("P", 1)], Conventions(query_set=query_set))
+        assert ev.aggregate(M("P", 1)) == pytest.approx(value, abs=TOL), query_set
+
+
+def test_duplicates_set_refuses_tie_rules_that_cannot_say_which_listing_is_first():
+    qrels, run = [("q", "a", 1)], [("q", "a", 1.0), ("q", "b", 1.0), ("q", "a", 1.0)]
+    for ties in ("average", "unspecified"):
+        with pytest.raises(EvaluationError, match="duplicates=set"):
+            evaluate_rows(qrels, run, [M("RR")], Conventions(duplicates="set", ties=ties))
 
 
 def test_query_set_raise_accepts_equal_sets():

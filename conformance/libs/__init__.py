@@ -20,7 +20,9 @@ from conformance.libs.base import Entry, LibraryValues
 # its library (that happens inside the adapter), so listing entries stays cheap.
 _MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures", "torchmetrics",
             # the rag extra
-            "beir", "sentence_transformers", "llama_index"]
+            "beir", "sentence_transformers", "llama_index",
+            # their own extras
+            "trectools", "mteb", "ragas"]
 
 
 class AdapterImportError(ImportError):

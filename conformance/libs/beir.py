@@ -22,8 +22,9 @@ entry                          call
 =============================  ===================================================
 ``beir``                       ``evaluate(..., ignore_identical_ids=True)`` (BEIR's default)
 ``beir:keep_identical_ids``    ``evaluate(..., ignore_identical_ids=False)``
-``beir:custom``                ``evaluate_custom(..., metric="mrr")`` (RR@k) and
-                               ``metric="top_k_accuracy"`` (Success@k)
+``beir:custom``                ``evaluate_custom(..., metric="mrr")`` (RR@k),
+                               ``"top_k_accuracy"`` (Success@k), ``"recall_cap"`` (Rcap@k),
+                               ``"hole"`` (Hole@k)
 =============================  ===================================================
 
 Facts behind the profiles (beir 2.2.0, ``beir/retrieval/evaluation.py`` and
@@ -45,7 +46,16 @@ Facts behind the profiles (beir 2.2.0, ``beir/retrieval/evaluation.py`` and
   (``score_precision=float64``); relevant is ``label > 0`` (on int labels, label >= 1);
   ``MRR@k`` looks at the top k only; each sum is divided by ``len(qrels)``, every judged query,
   one missing from the run counting 0, and a run query with no qrels raises KeyError
-  (``qrels[query_id]``): ``query_set=qrels_strict``.
+  (``qrels[query_id]``): ``query_set=qrels_strict``;
+- ``recall_cap``: hits in the top k / min(|rel|, k), unguarded: a judged query with no relevant
+  document raises ZeroDivisionError (``empty_query=raise``);
+- ``hole``: documents of the top k that no qrels row names / k, summed over every run query and
+  divided by ``len(qrels)``; it never looks a run query up in the qrels, so a run query without
+  judgments is summed but not counted (live: qrels {q1: {d1: 1}}, run {q1: {d2: 1.0}, q2: {d3:
+  1.0}} gives Hole@1 = 2.0). That is a library bug, refused with that case (``known_failure``);
+  otherwise ``query_set=qrels_strict`` holds. Each query's value is the call on its results
+  against a one-query qrels judging every judged document (the only thing ``hole`` reads of
+  the qrels).
 """
 
 from __future__ import annotations
@@ -76,7 +86,16 @@ CUSTOM_PROFILE = PROFILE.replace(
 )
 
 _KEYS = {"nDCG": "NDCG@{}", "AP": "MAP@{}", "R": "Recall@{}", "P": "P@{}"}
-_CUSTOM = {"RR": ("mrr", "MRR@{}"), "Success": ("top_k_accuracy", "Accuracy@{}")}
+_CUSTOM = {"RR": ("mrr", "MRR@{}"), "Success": ("top_k_accuracy", "Accuracy@{}"),
+           "Rcap": ("recall_cap", "R_cap@{}"), "Hole": ("hole", "Hole@{}")}
+# recall_cap divides by min(|rel|, k) unguarded: a query with no relevant document raises
+RCAP_PROFILE = CUSTOM_PROFILE.replace(empty_query="raise")
+# hole sums over every run query but divides by len(qrels): a library bug whenever a run query
+# has no judgments (smallest case: qrels {q1: {d1: 1}}, run {q1: {d2: 1.0}, q2: {d3: 1.0}} gives
+# Hole@1 = 2.0, where each query's share is 1); the adapter refuses such a case
+HOLE_BUG = ("BEIR's hole sums over every run query but divides by len(qrels), so a run query "
+            "without judgments inflates it (library bug; smallest case: qrels {q1: {d1: 1}}, run "
+            "{q1: {d2: 1.0}, q2: {d3: 1.0}} gives Hole@1 = 2.0)")
 
 
 def beir_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
@@ -104,9 +123,12 @@ class BeirEntry(Entry):
         families = _CUSTOM if self.custom else _KEYS
         if measure.family not in families or measure.cutoff is None or measure.alpha is not None:
             return False
-        return measure.conventions(self._profile) == self._profile
+        own = self.profile(measure)
+        return measure.conventions(own) == own
 
     def profile(self, measure: Measure) -> Conventions:
+        if self.custom and measure.family == "Rcap":
+            return RCAP_PROFILE
         return self._profile
 
     def default_profile(self) -> Conventions:
@@ -114,6 +136,10 @@ class BeirEntry(Entry):
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         if self.custom:
+            if measure is not None and measure.family == "Hole" and len(run):
+                judged = set(np.unique(qrels.query_ids()).tolist()) if len(qrels) else set()
+                if set(np.unique(run.query_ids()).tolist()) - judged:
+                    return HOLE_BUG
             return None
         # pytrec_eval reads past its tables on a query whose every label is negative (see
         # conformance.libs.trec_eval); BEIR's int() first makes -0.5 a 0
@@ -136,6 +162,12 @@ class BeirEntry(Entry):
                 wanted.append(m)
             else:
                 out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
+        if not wanted:
+            return out
+        # a measure's own refusal first: it is the reason the tests expect (known_failure)
+        refused = {m: self.known_failure(qrels, run, m) for m in wanted}
+        out.update({m: LibraryValues(error=why) for m, why in refused.items() if why is not None})
+        wanted = [m for m in wanted if refused[m] is None]
         if not wanted:
             return out
         failure = self.known_failure(qrels, run)
@@ -181,7 +213,11 @@ class BeirEntry(Entry):
         for m in wanted:
             metric, key = _CUSTOM[m.family]
             key = key.format(m.cutoff)
-            per_query = {qid: float(E.evaluate_custom({qid: q[qid]}, {qid: r[qid]} if qid in r else {},
+            # hole reads of the qrels only the set of judged documents: each query's own
+            # value is its results against one query judging every one of them
+            annotated = {d: 1 for docs in q.values() for d in docs}
+            per_query = {qid: float(E.evaluate_custom({qid: annotated if metric == "hole" else q[qid]},
+                                                      {qid: r[qid]} if qid in r else {},
                                                       [m.cutoff], metric)[key])
                          for qid in q}
             # the whole call too, whatever the per-query calls gave: its refusal is the result

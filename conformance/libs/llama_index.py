@@ -45,8 +45,8 @@ Facts behind the profiles (llama-index-core 0.14.25,
 - ``Precision`` = |set(retrieved) & expected| / |set(retrieved)| and ``Recall`` =
   |set(retrieved) & expected| / |expected|: on a list without repeats, hits / min(k, n)
   (``k_beyond_list=min_k_n``) and hits / R. A repeated id counts once there and shrinks the
-  denominator, which no ``duplicates`` value describes: the adapter refuses a run that repeats
-  a document for these two (``duplicates=error`` in their profile);
+  denominator: a document counts once, at its highest-ranked listing, and precision's
+  min(k, n) counts distinct documents (``duplicates=set`` in their profile);
 - ``HitRate(use_granular_hit_rate=True)`` = every listing that is expected / |expected|: recall
   with repeats counted (``duplicates=keep``; it exceeds 1 then);
 - ``MRR(use_granular_mrr=True)`` = the mean of 1/rank over every expected listing, 0 when none:
@@ -80,7 +80,7 @@ PROFILE = Conventions(
     rank_source="score",
     duplicates="keep",  # HitRate, MRR, AP, NDCG count every listing
 )
-SET_PROFILE = PROFILE.replace(duplicates="error")  # Precision, Recall: sets (see the docstring)
+SET_PROFILE = PROFILE.replace(duplicates="set")  # Precision, Recall: set(retrieved_ids)
 
 _CLASSES = {"Success": "HitRate", "RR": "MRR", "P": "Precision", "R": "Recall",
             "AP": "AveragePrecision", "nDCG": "NDCG"}

@@ -29,7 +29,7 @@ from conformance.paper.cover import distance_to_default, cover, row_text
 from conformance.paper.evidence import EntryCheck, EntryEvidence, gather_entries, judge_entries
 from conformance.paper.reported import PerQueryFile, Reported, ReportedError
 from conformance.reference.prepare import Prepared
-from conformance.reference.sweep import Grid, Sweep
+from conformance.reference.sweep import Grid, Sweep, reads
 
 
 def ok_mask(grid: Grid, reported: Sequence[Reported]) -> np.ndarray:
@@ -142,6 +142,15 @@ class PaperResult:
     def lookup(self, conv: Conventions) -> bool | None:
         """Does the swept combination ``conv`` reproduce every reported value? None when a value
         of ``conv`` on a swept axis lies outside the sweep."""
+        # an axis the input collapses to one value is in no grid's shape: the values it stands
+        # for are equivalent on this input, but a value the sweep never tries (trectools'
+        # query_set=run_all) is outside it
+        for m in self.sweep.grids:
+            fixed = {a for a, _ in m.overrides}
+            for a in reads(m) - fixed:
+                swept = AXES[a].swept
+                if a not in self.axes and swept and getattr(conv, a) not in swept:
+                    return None
         idx = []
         for a in self.axes:
             v = getattr(conv, a)

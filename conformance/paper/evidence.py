@@ -96,6 +96,10 @@ def _library_mean(lv) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
+# the query sets that _profile_value selects from the shared evaluation (every judged query)
+_SHARED_QUERY_SETS = ("run", "qrels", "raise")
+
+
 def _shared_profile(conv: Conventions) -> Conventions:
     """The profile ``_reference_run`` evaluates for ``conv``: the aggregation axes opened up
     (every judged query, empty queries left out), so that profiles differing only in
@@ -121,10 +125,10 @@ def _profile_value(prep: Prepared, ev, m: Measure, conv: Conventions):
         return ev.aggregate(m), ev.aggregate(m, upper=True), ev.ranges(m)
     if ({"empty_query", "query_set"} & {a for a, _ in m.overrides}
             or m.conventions(conv).ties == "unspecified"
-            or conv.query_set == "qrels_strict" or conv.rounding is not None):
+            or conv.query_set not in _SHARED_QUERY_SETS or conv.rounding is not None):
         # the name fixes an aggregation axis or the tie rule, or the profile aggregates in a
-        # way the shared evaluation does not (a refusal of run-only queries, rounding): nothing
-        # to share
+        # way the shared evaluation does not (a refusal of run-only queries, every run query
+        # averaged, rounding): nothing to share
         try:
             ev = evaluate(prep, None, [m], conv)
         except EvaluationError as exc:

@@ -21,6 +21,7 @@ from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READ
                                             JudgedIdeal)
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference.ranking import exponential_shift, gains, rank
+from conformance.reference.reshape import reshaped
 
 
 @dataclass
@@ -99,7 +100,7 @@ def evaluate(
         groups.setdefault(m.conventions(conventions), []).append(m)
     result: Evaluation | None = None
     for conv, group in groups.items():
-        part = _evaluate_group(prep, group, conv)
+        part = _evaluate_group(reshaped(prep, conv), group, conv)
         if result is None:
             result = part
         else:  # the query set is fixed by query_set, which measure names cannot override
@@ -108,8 +109,8 @@ def evaluate(
             for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
-        mask = scored_queries(prep, conventions)
-        result = Evaluation(prep.qids[mask])
+        shaped = reshaped(prep, conventions)
+        result = Evaluation(shaped.qids[scored_queries(shaped, conventions)])
     return result
 
 
@@ -125,6 +126,11 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
     # Which labels the evaluation reads, for the conventions that refuse some labels: the
     # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
     kept = prep.kept_rows(conv.duplicates)
+    if (conv.duplicates == "set" and conv.ties in ("average", "unspecified")
+            and len(prep.kept_rows("first")) != prep.run_q.size):
+        raise EvaluationError(
+            f"duplicates=set under ties={conv.ties}: a document counts at its highest-ranked "
+            "listing, which the order of tied listings decides; choose another tie rule")
     if conv.identical_ids == "drop":
         same = prep.identical_rows
         if same.any():  # the query keeps its place in the query set, with what is left
@@ -148,7 +154,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
 
         def sel(a):
             return a[rows]
-    qrels_seen = None if conv.ideal == "judged" else np.zeros(prep.qrels_label.size, bool)
+    qrels_seen = (None if conv.ideal in ("judged", "judged_to_list")
+                  else np.zeros(prep.qrels_label.size, bool))
     qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen, prep.qrels_line)
     run_labels = transform_labels(prep.run_label, conv, prep.run_source, run_seen, prep.run_line,
                                   origin=f"(from {prep.qrels_source}) ")
@@ -229,7 +236,20 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
                           judged_label=jlab)
             if masked and conv.ideal == "retrieved":
                 ctx.list_R = cached(tie_rule).R
+            ctx.unannotated = lambda: unannotated(tie_rule)
             return ctx
+
+        holes: dict[str, object] = {}
+
+        def unannotated(tie_rule: str):
+            """The same rows ranked by the same rule, "relevant" where no qrels row names the
+            document (Hole); the unspecified ends then order tied rows by that."""
+            if tie_rule not in holes:
+                hole = np.where(sel(prep.annotated_rows), 0.0, 1.0)
+                holes[tie_rule] = rank(take(q_rows), take(primary), take(doc),
+                                       take(sel(prep.run_order)), take(hole), nq,
+                                       conv.replace(relevance_threshold=1), tie_rule)
+            return holes[tie_rule]
 
         def cached(tie_rule: str, masked: bool = False) -> Context:
             if (tie_rule, masked) not in cache:
@@ -287,6 +307,11 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
                     f"{m.text}: under ties=unspecified a query is empty in some orders of its "
                     "tied documents and not in others, so empty_query=skip cannot decide "
                     "whether it counts; choose another tie rule")
+            if conv.query_set == "qrels_strict":
+                # a judged query missing from the run scores 0, whatever its judgments
+                missing = ~prep.in_run[scored]
+                if missing.any():
+                    results_m = [(np.where(missing, 0.0, v), e & ~missing) for v, e in results_m]
             settled = []
             for values, empty in results_m:
                 if empty.any():

@@ -57,6 +57,15 @@ class JudgedIdeal:
                 self._at[k] = ideal_dcg_at(self._terms, k)
             return self._at[k]
 
+    def idcg_within(self, k: int | None, lengths: np.ndarray) -> np.ndarray:
+        """Per query: the ideal DCG cut at min(k, its list's length) (``ideal=judged_to_list``)."""
+        with self._lock:
+            if self._terms is None:
+                self._terms = ideal_terms(*self._args)
+            terms = self._terms
+        contrib, start, n = terms
+        return range_sums(contrib, start, np.minimum(n, lengths if k is None else np.minimum(lengths, k)))
+
 Result = tuple[np.ndarray, np.ndarray]
 
 
@@ -161,6 +170,9 @@ class Context:
             r = self.ranked
             self._query_of_rows = np.repeat(np.arange(r.n_queries), r.n)
         return self._query_of_rows
+    # () -> the Ranked of the same rows in the same order whose "relevant" rows are the
+    # documents no qrels row names (Hole); set by evaluate
+    unannotated: object = None
 
     def discounted_gains(self) -> np.ndarray:
         if self._gain_discount is None:
@@ -189,7 +201,10 @@ class Context:
             else:
                 if self.judged_ideal is None:
                     self.judged_ideal = JudgedIdeal(self.judged_gain, self.judged_q, r.n_queries, self.conv)
-                self._idcg[k] = self.judged_ideal.idcg(k)
+                if self.conv.ideal == "judged_to_list":
+                    self._idcg[k] = self.judged_ideal.idcg_within(k, r.n)
+                else:
+                    self._idcg[k] = self.judged_ideal.idcg(k)
         return self._idcg[k]
 
     def has_gain(self) -> np.ndarray:
@@ -206,8 +221,11 @@ class Context:
         return _bincount(q[nonzero], minlength=n) > 0
 
     def list_denominator(self, k: int | None) -> np.ndarray:
-        """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff."""
+        """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff. Under
+        ``duplicates=set`` n and min(k, n) count distinct documents (in the top k)."""
         kk = self.ranked.cut(k)
+        if self.ranked.first is not None:
+            kk = self.ranked.upto(self.ranked.first, k)
         if k is None or self.conv.k_beyond_list == "min_k_n":
             return kk.astype(np.float64)
         return np.full(self.ranked.n_queries, float(k))
@@ -269,6 +287,22 @@ def recall(ctx: Context, m: Measure) -> Result:
     """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0."""
     R = ctx.R
     return _safe_div(ctx.relevant_in_top(m.cutoff), R.astype(float)), R == 0
+
+
+def capped_recall(ctx: Context, m: Measure) -> Result:
+    """Rcap@k = (relevant in top k) / min(k, R): recall that a list of k can reach in full (BEIR's
+    and MTEB's R_cap@k). Empty when R = 0."""
+    R = ctx.R.astype(float)
+    return _safe_div(ctx.relevant_in_top(m.cutoff), np.minimum(R, float(m.cutoff))), R == 0
+
+
+def hole(ctx: Context, m: Measure) -> Result:
+    """Hole@k = (documents in the top k that no qrels row names, for any query) / k, k itself
+    even when the list is shorter (BEIR's and MTEB's Hole@k). Labels, relevance and the query's
+    own judgments play no part; never empty. Under ``average`` ties: the expected share; under
+    ``unspecified``: the range over the orders of tied documents."""
+    r = ctx.unannotated()
+    return r.upto(r.e_rel, m.cutoff) / float(m.cutoff), np.zeros(r.n_queries, bool)
 
 
 def f1(ctx: Context, m: Measure) -> Result:
@@ -427,11 +461,14 @@ def ndcg(ctx: Context, m: Measure) -> Result:
     """nDCG@k = DCG@k / IDCG@k, the ideal DCG of the ideal source (``ideal``) sorted by gain
     descending and cut at k. nDCG without a cutoff uses the whole list and the whole ideal.
     Empty when IDCG@k <= 0 (0/0; a negative ideal arises only under negative_labels=keep, and
-    libraries that keep negative gains, such as XGBoost's linear gain, treat it as empty too)."""
+    libraries that keep negative gains, such as XGBoost's linear gain, treat it as empty too).
+    Under ``negative_ideal=divide`` a negative ideal divides like any other and only an ideal
+    of exactly 0 is empty. Under ``ideal=judged_to_list`` the judged ideal is cut at min(k, n)."""
     r = ctx.ranked
     d = r.upto(ctx.discounted_gains(), m.cutoff)
     ideal = ctx.idcg(m.cutoff)
-    return _safe_div(d, ideal), ideal <= 0
+    empty = ideal == 0 if ctx.conv.negative_ideal == "divide" else ideal <= 0
+    return _safe_div(d, ideal), empty
 
 
 def t_measure(ctx: Context, m: Measure) -> Result:
@@ -1178,6 +1215,8 @@ def recall_at_precision_curve(ctx: Context, m: Measure, counted: np.ndarray,
 FORMULAS = {
     "P": precision,
     "R": recall,
+    "Rcap": capped_recall,
+    "Hole": hole,
     "F1": f1,
     "Success": success,
     "RR": reciprocal_rank,

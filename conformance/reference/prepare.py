@@ -239,6 +239,11 @@ class Prepared:
             self._run_distinct = False
 
     @property
+    def inputs(self) -> tuple[Qrels, Run]:
+        """The qrels and the run this join was made of."""
+        return self._qrels_in, self._run_in
+
+    @property
     def joined_by_words(self) -> bool:
         """Whether the run and the qrels were joined on the docid words, which also proves that
         no (query, docid) pair repeats in either."""
@@ -314,9 +319,16 @@ class Prepared:
         query_of_doc = arrow_numpy(ac.index_in(vocab, value_set=qids), fill=-1).astype(np.int64)
         return query_of_doc[self.run_doc_code] == self.run_q
 
+    @cached_property
+    def annotated_rows(self) -> np.ndarray:
+        """Per run row: whether some qrels row, of any query and with any label, names its
+        docid (the annotated corpus of BEIR's and MTEB's Hole@k)."""
+        return self._judged_doc[self.run_doc_code]
+
     def kept_rows(self, policy: str) -> np.ndarray:
-        """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat)."""
-        if policy == "keep":
+        """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat;
+        all under ``set``, which counts a document once where the rows are ranked)."""
+        if policy in ("keep", "set"):
             return self.run_order
         if policy not in self._dedup and self._run_distinct:
             self._dedup[policy] = self.run_order
@@ -522,15 +534,17 @@ def scored_queries(prep: Prepared, conv: Conventions) -> np.ndarray:
         return prep.in_run & prep.in_qrels
     if conv.query_set == "qrels":
         return prep.in_qrels.copy()
+    if conv.query_set == "run_all":
+        return prep.in_run.copy()
     # raise: the sets must be equal; qrels_strict: no run query may lack judgments
     only_run = prep.in_run & ~prep.in_qrels
     only_qrels = prep.in_qrels & ~prep.in_run
-    if conv.query_set == "qrels_strict":
+    if conv.query_set in ("qrels_strict", "run_strict"):
         if only_run.any():
             raise EvaluationError(
                 f"{int(only_run.sum())} run queries are not in the qrels (first: "
-                f"{prep.qids[only_run][0]!r}; query_set=qrels_strict)")
-        return prep.in_qrels.copy()
+                f"{prep.qids[only_run][0]!r}; query_set={conv.query_set})")
+        return prep.in_qrels.copy() if conv.query_set == "qrels_strict" else prep.in_run.copy()
     if only_run.any() or only_qrels.any():
         parts = []
         if only_run.any():

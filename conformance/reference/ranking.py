@@ -210,6 +210,9 @@ class Ranked:
     label: np.ndarray | None = None  # per row: its label after label_type/negative_labels (NaN: unjudged)
     pooled: np.ndarray | None = None  # per row: judged with a negative label (in the pool, unjudged)
     label_varied: np.ndarray | None = None  # per row: its tie group holds unequal labels (before depth)
+    # under duplicates=set: 1.0 for a document's highest-ranked listing, 0.0 for a later one
+    # (whose label rank() reads as unjudged); None otherwise
+    first: np.ndarray | None = None
 
     def group_start_rows(self) -> np.ndarray:
         """Per row: the index of the first row of its tie group (the row itself unless
@@ -466,6 +469,11 @@ def rank(
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
     order = sort_order(q, primary, ties, n_queries)
     lab_s = labels[order]
+    first = None
+    if conv.duplicates == "set":  # a document counts at its highest-ranked listing only
+        first = _first_listings(q[order], _take(doc, order))
+        lab_s[~first] = np.nan
+        first = first.astype(np.float64)
     # the rows come out query by query: each query's count and first row need no sorted copy
     # of the query codes (segments() counts them the same in any order)
     start, n = segments(q, n_queries)
@@ -487,6 +495,8 @@ def rank(
         extra["label"] = lab_s.copy()
     if pooled is not None:
         extra["pooled"] = pooled[order]
+    if first is not None:
+        extra["first"] = first
     shift = None if gain_shift is None else gain_shift[q[order]]
     gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
     del lab_s, shift
@@ -565,6 +575,19 @@ def rank(
     pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
               p_first]
     return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
+
+
+def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
+    """Per sorted row: whether it is its (query, document)'s first row in this order (rows come
+    query by query, so a pair's rows are in rank order). ``doc_sorted``: integers equal for
+    equal docids."""
+    first = np.zeros(q_sorted.size, bool)
+    if q_sorted.size:
+        doc = np.asarray(doc_sorted, dtype=np.int64)
+        _, doc = np.unique(doc, return_inverse=True)  # 0 .. distinct - 1: the pair packs in int64
+        pair = q_sorted.astype(np.int64) * (int(doc.max()) + 1) + doc.reshape(-1)
+        first[np.unique(pair, return_index=True)[1]] = True
+    return first
 
 
 def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list,

@@ -22,7 +22,12 @@ never swept, since they cannot produce a reported number:
 - ``empty_query`` zero/one/skip (mean measures); ``query_set`` run/qrels only when some judged
   query is missing from the run (otherwise the two agree);
 - ``negative_labels`` unjudged/keep and ``label_type`` float/int_truncate only when the qrels
-  hold negative or fractional labels.
+  hold negative or fractional labels;
+- ``identical_ids`` keep/drop only when some retrieved document is named like its query (BEIR
+  drops such documents by default): the engine then holds two presorted copies of the run, one
+  without those rows;
+- ``rounding`` none/5 (BEIR's and MTEB's means), aggregation only: the mean of the unrounded
+  per-query values rounded, as ``Evaluation.aggregate`` takes it.
 
 Each measure is swept over the axes its family reads (``Family.axes`` of
 ``conformance.measures``, checked against the reference by the tests); the others cannot change it. Axes a measure name fixes (``P(rel=2)@5``) are not
@@ -77,6 +82,7 @@ from conformance.conventions import AXES, Conventions, geometric_floor
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference import evaluate
+from conformance.reference.evaluate import round_half_even
 from conformance.reference.formulas import FORMULAS, GAINS_READ_THRESHOLD, Context
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import EXPONENTIAL_HEADROOM, Ranked, gains, ideal_dcg, rank, segments
@@ -100,7 +106,7 @@ MAX_THRESHOLDS = 30  # above this largest label, only the distinct label values 
 # depth) outermost; threshold_scope before relevance_threshold, since the binary scope makes
 # nDCG's Ranked independent of the threshold; depth last of them, since a depth at or beyond a
 # measure's reach shares the Ranked of no depth. Axes not listed (the formulas' own) come after.
-_LOOP_FIRST = ("label_type", "negative_labels", "rank_source", "score_precision", "ties", "gain",
+_LOOP_FIRST = ("identical_ids", "label_type", "negative_labels", "rank_source", "score_precision", "ties", "gain",
                "threshold_scope", "relevance_threshold", "depth")
 RANKED_CACHE = 2  # Ranked objects kept at once
 
@@ -109,7 +115,7 @@ def _loop_rank(axis: str) -> int:
     return _LOOP_FIRST.index(axis) if axis in _LOOP_FIRST else len(_LOOP_FIRST)
 
 
-_AGGREGATION = ("empty_query", "query_set", "mean")
+_AGGREGATION = ("empty_query", "query_set", "mean", "rounding")
 
 # Where the sweep starts: the vocabulary defaults (trec_eval 10's command line).
 BASE = Conventions()
@@ -145,6 +151,8 @@ class Facts:
     thresholds: tuple[int, ...]
     scored_queries: int
     top_label: float = 0.0
+    self_retrieval: bool = False  # some retrieved document is named like its query
+
 
     def domains(self) -> dict[str, tuple]:
         d = {a: v for a, v in SWEPT_VALUES.items()}
@@ -156,6 +164,8 @@ class Facts:
             d["label_type"] = ("float",)
         if not self.qrels_only_queries:
             d["query_set"] = ("run",)
+        if not self.self_retrieval:
+            d["identical_ids"] = ("keep",)
         return d
 
 
@@ -179,6 +189,7 @@ def _facts(prep: Prepared) -> Facts:
         thresholds=thresholds,
         scored_queries=int((prep.in_qrels & prep.in_run).sum()),
         top_label=top,
+        self_retrieval=bool(prep.identical_rows.any()) if prep.run_q.size else False,
     )
 
 
@@ -318,15 +329,18 @@ class _SweepContext(Context):
 class _Engine:
     """Everything the sweep shares: the join, the presorted rows, prefixes, labels, orderings."""
 
-    def __init__(self, prep: Prepared, facts: Facts, k_top: int | None) -> None:
+    def __init__(self, prep: Prepared, facts: Facts, k_top: int | None,
+                 drop_identical: bool = False) -> None:
         self.prep, self.facts, self.k_top = prep, facts, k_top
         scored = prep.in_qrels.copy()  # query_set=qrels: a superset of query_set=run
         self.scored = scored
         self.local = np.cumsum(scored) - 1
         self.nq = int(scored.sum())
         self.qids = prep.qids[scored]
-        self.in_run = prep.in_run[scored]
-        rows = prep.kept_rows("error")
+        self.in_run = prep.in_run[scored]  # a query whose every row is dropped stays in the run
+        rows = np.asarray(prep.kept_rows("error"))
+        if drop_identical:  # identical_ids=drop: as evaluate, the rows named like their query go
+            rows = rows[~prep.identical_rows[rows]]
         rows = rows[scored[prep.run_q[rows]]]
         q = self.local[prep.run_q[rows]]
         key = _coarse_key(q, prep.run_score[rows])
@@ -683,6 +697,10 @@ class Sweep:
         self.measures = list(dict.fromkeys(measures))
         k_top = max([m.cutoff for m in self.measures if m.record.kind == "graded" and m.cutoff] or [0]) or None
         self.engine = _Engine(prep, self.facts, k_top)
+        # identical_ids -> the engine over the rows that value keeps
+        self.engines = {"keep": self.engine}
+        if "drop" in self.domains["identical_ids"]:
+            self.engines["drop"] = _Engine(prep, self.facts, k_top, drop_identical=True)
         self.sets_differ = bool((prep.in_run != prep.in_qrels).any())
         self.grids: dict[Measure, Grid] = {}
         self.formula_calls = 0
@@ -731,13 +749,15 @@ class Sweep:
             for j, v in zip(loop, lidx):
                 cidx[j] = v
             conv = m.conventions(_swept(BASE, {axes[i]: doms[i][j] for i, j in zip(compute, cidx)}))
-            fkey = eng.formula_key(m, conv)
+            eng = self.engines[conv.identical_ids]
+            fkey = (conv.identical_ids,) + eng.formula_key(m, conv)
             scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
-            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled:
+            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.family == "Hole":
                 # each tie order settles its own empty queries before the range is taken, and
                 # some measures refuse what only the averaged grouping detects; a curve is
                 # averaged over the whole evaluation; exponential gains beyond a double are
-                # scaled by evaluate: no sharing here
+                # scaled by evaluate; Hole ranks the rows by annotation, which the engine's
+                # contexts do not hold: no sharing here
                 formulas[fkey] = _ByEvaluate(conv)
             elif fkey not in formulas:
                 try:
@@ -766,16 +786,17 @@ class Sweep:
                 rule = overrides.get("empty_query", chosen.get("empty_query", BASE.empty_query))
                 qset = overrides.get("query_set", chosen.get("query_set", BASE.query_set))
                 mean = overrides.get("mean", chosen.get("mean", BASE.mean))
+                rnd = overrides.get("rounding", chosen.get("rounding", BASE.rounding))
                 if isinstance(found, _ByEvaluate):
-                    akey = (fkey, rule, qset, mean)
+                    akey = (fkey, rule, qset, mean, rnd)
                     if akey not in aggregates:
-                        aggregates[akey] = self._evaluate_cell(m, found.conv, rule, qset, pq, mean)
+                        aggregates[akey] = self._evaluate_cell(m, found.conv, rule, qset, pq, mean, rnd)
                 else:
                     # the empty rule only matters when some query is empty
-                    akey = (fkey, rule if found[2].any() else None, qset, mean)
+                    akey = (fkey, rule if found[2].any() else None, qset, mean, None if is_sum else rnd)
                     if akey not in aggregates:
                         aggregates[akey] = self._aggregate_cell(found, rule, qset, is_sum, m.text,
-                                                                pq_pos, pq_lo, pq_hi, sel_pos, mean)
+                                                                pq_pos, pq_lo, pq_hi, sel_pos, mean, rnd)
                 done = aggregates[akey]
                 if done is None:
                     err[at] = True
@@ -786,11 +807,11 @@ class Sweep:
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
     def _evaluate_cell(self, m: Measure, conv: Conventions, rule: str, qset: str,
-                       pq: list[PerQueryValue], mean: str = "arithmetic"):
+                       pq: list[PerQueryValue], mean: str = "arithmetic", rnd: int | None = None):
         """One cell by ``evaluate`` itself: (aggregate lo, hi, per-query values matched)."""
         try:
             ev = evaluate(self.prep, None, [m], conv.replace(empty_query=rule, query_set=qset,
-                                                               mean=mean))
+                                                               mean=mean, rounding=rnd))
         except EvaluationError:
             return None
         ranges = ev.ranges(m)
@@ -798,9 +819,9 @@ class Sweep:
         return ev.aggregate(m), ev.aggregate(m, upper=True), hits
 
     def _aggregate_cell(self, found, rule, qset, is_sum, what, pq_pos, pq_lo, pq_hi, sel_pos,
-                        mean: str = "arithmetic"):
+                        mean: str = "arithmetic", rnd: int | None = None):
         """(aggregate lo, hi, per-query reported values matched) of one formula result under one
-        (empty rule, query set); None where evaluate would refuse."""
+        (empty rule, query set, rounding); None where evaluate would refuse."""
         plo, phi, empty = found
         select = self.engine.in_run if qset == "run" else None
         try:
@@ -808,6 +829,9 @@ class Sweep:
                                                  self.sets_differ, qset, what, mean)
         except EvaluationError:
             return None
+        if rnd is not None and not is_sum:  # as Evaluation.aggregate and evaluate's per-query values
+            a, b = round(a, rnd), round(b, rnd)
+            qlo, qhi = round_half_even(qlo, rnd), round_half_even(qhi, rnd)
         n_hits = 0
         if pq_pos.size:
             safe = np.maximum(pq_pos, 0)
