@@ -223,6 +223,9 @@
       var det = card.querySelector("details.positions");
       if (!det) return;
       if (det.open) drawTables(card);
+      // drawn on the click itself: "toggle" is queued as a task after the click, so whoever
+      // looks right after clicking would find the box open and empty
+      det.querySelector("summary").addEventListener("click", function () { drawTables(card); });
       det.addEventListener("toggle", function () { if (det.open) drawTables(card); });
     });
     window.conformanceReport = { drawTables: drawTables, drawGrid: drawGrid };
