@@ -487,6 +487,7 @@ AXES: dict[str, Axis] = {
             phrases={None: "values at full precision"},
             open_phrase="values rounded to {} places",
             stored={"none": None},
+            explorer=True,  # a one-query list: its value rounded, as the mean of one value is
         ),
     ]
 }

@@ -585,10 +585,10 @@ def batch_reference(group: list[list[int]], measures: list[Measure], conv: Conve
 
 def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
     """Random values on every axis the explorer reads, including custom gain maps, Jarvelin and
-    other log bases, thresholds 0..4 and every empty_query rule."""
+    other log bases, thresholds 0..4, every empty_query rule and rounding to 0..5 places."""
     rng = random.Random(7)
     choices = {
-        "gain": ["linear", "exponential", "0:0,1:1,2:3,3:10", "1:0.5,3:2"],
+        "gain": ["linear", "exponential", "binary", "0:0,1:1,2:3,3:10", "1:0.5,3:2"],
         "discount": ["log2", "jarvelin", "jarvelin:3", "log:10", "log:2.5"],
         "ideal": ["judged", "retrieved"],
         "k_beyond_list": ["k", "min_k_n"],
@@ -598,6 +598,8 @@ def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
         "relevance_threshold": [0, 1, 2, 3, 4],
         "threshold_scope": ["binary", "graded"],
         "single_document": ["score", "raise"],
+        # halves like 1/2, 3/8 at 0..3 places take Python's half-to-even
+        "rounding": ["none", "none", 0, 1, 2, 3, 5],
     }
     jobs, wants = [], []
     for _ in range(300):

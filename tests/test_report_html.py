@@ -18,7 +18,7 @@ import pytest
 
 from conformance.cases import load_cases
 from conformance.cli import main
-from conformance.conventions import AXES, TREC_EVAL10
+from conformance.conventions import AXES, TREC_EVAL10, format_value
 from conformance.data import Qrels, Run
 from conformance.libs import all_entries
 from conformance.measures import Measure, parse_measure
@@ -294,7 +294,8 @@ def test_explorer_embeds_each_entry_profile(result, page):
             if e.supports(m):
                 want = m.conventions(e.profile(m))
                 got = d["measures"][mid]
-                assert got == {a: (getattr(want, a) if a == "relevance_threshold" else str(getattr(want, a)))
+                assert got == {a: (getattr(want, a) if a == "relevance_threshold"
+                                   else format_value(getattr(want, a)))
                                for a in report_html.EXPLORER_AXES}, (e.name, mid)
             else:
                 assert d["measures"][mid] is None
@@ -419,3 +420,18 @@ def test_library_errors_do_not_make_pages_differ():
     assert report_html.render(first) == report_html.render(second)
     assert report_html.library_error(e1).startswith("XGBoostError: ")
     assert "[bt]" not in report_html.library_error(e1)
+
+
+def test_every_axis_the_explorer_does_not_offer_is_idle_there_or_said_not_computed():
+    """An axis is offered (and computed by explorer.js), idle on the explorer's list for a
+    stated reason, or makes the entry's value there "not computed": never silently ignored."""
+    offered, idle = set(report_html.EXPLORER_AXES), set(report_html.EXPLORER_IDLE)
+    assert not offered & idle
+    for axis in set(AXES) - offered - idle:
+        value = {"depth": 3}.get(axis)
+        assert value is not None, f"{axis}: neither offered, idle nor tested as not computed"
+        conv = TREC_EVAL10.replace(**{axis: value})
+        assert report_html.explorer_not_here(conv) == [f"{axis}={value}"]
+    assert report_html.explorer_not_here(TREC_EVAL10) == []
+    # idle axes off their default compute as usual (BEIR's identical_ids=drop, ranx's ties)
+    assert report_html.explorer_not_here(TREC_EVAL10.replace(identical_ids="drop", ties="average")) == []

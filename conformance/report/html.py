@@ -526,6 +526,31 @@ def explorer_profile(conv: Conventions) -> dict[str, Any]:
     return {a: _axis_json(a, getattr(conv, a)) for a in EXPLORER_AXES}
 
 
+# Why each axis the explorer does not offer cannot change a value on its list (one query, every
+# judged document ranked once in a given order, grades 0..3). An axis missing here and not
+# offered is not modelled: an entry whose profile sets it off its default is shown as not
+# computed there (``not_here``), never computed as if it did not.
+EXPLORER_IDLE = {
+    "ties": "the list is an order: no two documents tie",
+    "negative_labels": "grades are 0..3: no negative label",
+    "label_type": "grades are integers",
+    "query_set": "one query, both judged and ranked",
+    "score_precision": "the list is an order: no scores to narrow",
+    "rank_source": "the list is an order: scores and ranks agree",
+    "nonpositive_scores": "the list's documents count as scored above 0",
+    "duplicates": "each document is listed once",
+    "identical_ids": "no document is named like the query",
+}
+
+
+def explorer_not_here(conv: Conventions) -> list[str]:
+    """``axis=value`` for each axis of ``conv`` the explorer neither offers nor knows to be idle
+    (:data:`EXPLORER_IDLE`) that is off its default: the explorer cannot compute that value."""
+    return [f"{a}={format_value(getattr(conv, a))}" for a in AXES
+            if a not in EXPLORER_AXES and a not in EXPLORER_IDLE
+            and getattr(conv, a) != AXES[a].default]
+
+
 def explorer_uses(family: str, at: bool) -> list[str]:
     """The explorer axes one explorer measure reads: its family's axes (the records), less what
     the explorer's list makes idle. That list holds every judged document, so the ideal is the
@@ -546,7 +571,14 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
         measures: dict[str, Any] = {}
         for mid, family, at in EXPLORER_MEASURES:
             m = Measure(family, REPRESENTATIVE_K if at else None)
-            measures[mid] = explorer_profile(m.conventions(e.profile(m))) if e.supports(m) else None
+            if not e.supports(m):
+                measures[mid] = None
+                continue
+            conv = m.conventions(e.profile(m))
+            measures[mid] = explorer_profile(conv)
+            missing = explorer_not_here(conv)
+            if missing:
+                measures[mid]["not_here"] = missing
         out.append({"entry": e.name, "library": e.library, "measures": measures})
     return {
         "entries": out,
@@ -557,6 +589,7 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
         "default_list": list(DEFAULT_LIST),
         "colours": {a: colours.get(a, {}) for a in EXPLORER_AXES},
         "meanings": {a: AXES[a].meaning for a in EXPLORER_AXES},
+        "idle": EXPLORER_IDLE,
     }
 
 
