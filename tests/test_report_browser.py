@@ -300,8 +300,16 @@ def test_cards_filters_and_position_tables(page, run_result):
     assert page.locator("#filter-count").inner_text() == f"{total} of {total} shown"
 
     # open the explained card of the graded-ten case for nDCG@5 (linear vs exponential gain)
-    card = page.locator('#cards .card[data-case="relevant-at-k-and-k-plus-one"][data-metric="nDCG@5"]'
-                        '[data-unexplained="0"]').first
+    chosen = '.card[data-case="relevant-at-k-and-k-plus-one"][data-metric="nDCG@5"][data-unexplained="0"]'
+    card = page.locator("#cards " + chosen).first
+    card_id = card.get_attribute("id")
+    # its measure's line and its group (nDCG@5 explained by gain) are closed until opened
+    line = page.locator("#cards details.mgroup", has=page.locator(f"#{card_id}"))
+    group = page.locator("#cards details.cgroup", has=page.locator(f"#{card_id}"))
+    assert not card.is_visible() and line.get_attribute("open") is None
+    line.locator(":scope > summary").click()
+    assert group.is_visible() and not card.is_visible()
+    group.locator(":scope > summary").click()
     card.locator("details.positions > summary").click()
     tables = card.locator(".pt")
     assert tables.count() == 2

@@ -43,6 +43,7 @@ from conformance.conventions import AXES, EXPLORER_AXES, Conventions, format_val
 from conformance.errors import stable_error as library_error
 from conformance.measures import FAMILIES, Measure, parse_measure
 from conformance.report.positions import PositionTable, position_table, shown
+from conformance.report.values import value_tables
 from conformance.reference.prepare import Prepared
 
 # (id shown in the explorer, family, takes the explorer's k)
@@ -67,6 +68,10 @@ DEFAULT_LIST = (3, 2, 0, 2, 0, 3, 0, 1, 0, 1)
 # axis has the same colour everywhere in the page.
 PALETTE = ("#dbeafe", "#fde68a", "#bbf7d0", "#fecaca", "#e9d5ff", "#fed7aa", "#a5f3fc",
            "#f5d0fe", "#d9f99d", "#e2e8f0", "#fbcfe8", "#c7d2fe")
+
+# Colours of the value table's agreement classes (report.css .c0 ... .c7); later classes reuse them
+# and keep their letters.
+CLASS_COLOURS = 8
 
 # Queries shown per disagreement card (the ones where the two entries part first).
 MAX_QUERIES = 3
@@ -136,7 +141,11 @@ def build_context(result) -> dict[str, Any]:
     entries = list(result.entries)
     colours = _value_colours(entries)
     cards, tables = _cards(result)
+    values = value_tables(result, _metric_key)
+    most = max((len(cl) for t in values for cl in t["classes"].values()), default=1)
     return {
+        "value_tables": values,
+        "legend_classes": min(most, CLASS_COLOURS),
         "summary": result.summary,
         "entries": [_entry_row(result, e) for e in entries],
         "matrix": _matrix(entries, colours),
@@ -146,6 +155,8 @@ def build_context(result) -> dict[str, Any]:
             "total": len(cards),
             "unexplained": sum(1 for c in cards if c["unexplained"]),
         },
+        "card_groups": _card_groups(cards),
+        "axis_meanings": {a: AXES[a].meaning for a in AXES},
         "card_metrics": sorted({c["metric"] for c in cards}, key=_metric_key),
         "card_axes": [a for a in AXES if any(a in c["axes_list"] for c in cards)],
         "json_data": _script_json({
@@ -481,6 +492,41 @@ def _cards(result) -> tuple[list[dict], list[dict]]:
                 "values_b": None,
             })
     return unexplained + explained, tables.tables
+
+
+def _card_groups(cards: list[dict]) -> list[dict]:
+    """The cards grouped by (measure, the axes that explain them; unexplained ones by measure
+    alone), unexplained groups first, then in measure order; each group's cards keep their
+    order. Per measure (in that order): its groups. A measure, and each of its groups, is one
+    line on the page until opened."""
+    groups: dict[tuple, dict] = {}
+    for c in cards:
+        axes = tuple(x["axis"] for x in c["axes"])
+        key = (not c["unexplained"], _metric_key(c["metric"]), c["unexplained"] or axes)
+        if key not in groups:
+            groups[key] = {"metric": c["metric"], "unexplained": c["unexplained"], "axes": list(axes),
+                           "cards": [], "pairs": set(), "cases": set()}
+        g = groups[key]
+        g["cards"].append(c)
+        g["pairs"].add((c["a"], c["b"]))
+        g["cases"].add(c["case"])
+    flat = []
+    for i, key in enumerate(sorted(groups, key=lambda k: (k[0], k[1], str(k[2])))):
+        g = groups[key]
+        flat.append({"id": f"g{i}", "metric": g["metric"], "unexplained": g["unexplained"],
+                     "axes": g["axes"], "cards": g["cards"], "n_pairs": len(g["pairs"]),
+                     "n_cases": len(g["cases"]),
+                     "axes_list": sorted({a for c in g["cards"] for a in c["axes_list"]})})
+    # one line per measure, naming its groups with their counts; a measure with unexplained
+    # cards comes first and open
+    by_metric: dict[str, list[dict]] = {}
+    for g in flat:
+        by_metric.setdefault(g["metric"], []).append(g)
+    out = [{"id": f"m{i}", "metric": metric, "groups": gs,
+            "unexplained": any(g["unexplained"] for g in gs),
+            "n_cards": sum(len(g["cards"]) for g in gs)}
+           for i, (metric, gs) in enumerate(by_metric.items())]
+    return out
 
 
 def _class_value(values: list[dict], group: int) -> str:
