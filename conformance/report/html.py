@@ -43,6 +43,7 @@ from conformance.conventions import AXES, EXPLORER_AXES, Conventions, format_val
 from conformance.errors import stable_error as library_error
 from conformance.measures import FAMILIES, Measure, parse_measure
 from conformance.report.positions import PositionTable, position_table, shown
+from conformance.report.picker import picker_queries
 from conformance.report.values import value_tables
 from conformance.reference.prepare import Prepared
 
@@ -161,7 +162,8 @@ def build_context(result) -> dict[str, Any]:
         "card_axes": [a for a in AXES if any(a in c["axes_list"] for c in cards)],
         "json_data": _script_json({
             "tables": tables,
-            "explorer": explorer_data(entries, colours),
+            "explorer": explorer_data(entries, colours,
+                                      picker_queries(getattr(result, "subjects", None))),
             "agreement": _agreement_data(result),
         }),
     }
@@ -607,10 +609,11 @@ def explorer_uses(family: str, at: bool) -> list[str]:
     return [a for a in EXPLORER_AXES if a in f.axes and a not in idle]
 
 
-def explorer_data(entries, colours=None) -> dict[str, Any]:
+def explorer_data(entries, colours=None, queries=None) -> dict[str, Any]:
     """What the explorer embeds: per entry, per explorer measure, its profile (None when the
     entry does not compute the measure); the default list; the measures' ids, the axes each
-    reads and its formula (from the family records)."""
+    reads and its formula (from the family records); the input's queries for the picker
+    (``conformance.report.picker``; none: no picker)."""
     colours = colours or _value_colours(entries)
     out = []
     for e in entries:
@@ -636,6 +639,7 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
         "colours": {a: colours.get(a, {}) for a in EXPLORER_AXES},
         "meanings": {a: AXES[a].meaning for a in EXPLORER_AXES},
         "idle": EXPLORER_IDLE,
+        "queries": list(queries or []),
     }
 
 

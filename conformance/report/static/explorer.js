@@ -301,6 +301,11 @@
         li.appendChild(el("span", { className: "ex-rank" }, String(i + 1)));
         li.appendChild(el("span", { className: "ex-grip", "aria-hidden": "true" }, "\u2807"));
         li.appendChild(el("span", { className: "ex-doc" }, it.doc));
+        if (it.extra) {
+          li.classList.add("extra");
+          li.appendChild(el("span", { className: "ex-tag", title: "appended: the run's list left it out" },
+            it.rank ? "run rank " + it.rank : "not retrieved"));
+        }
         var badge = el("button", {
           type: "button", className: "ex-grade g" + it.grade,
           title: "grade " + it.grade + ": click to cycle 0-3", "aria-label": "grade " + it.grade
@@ -609,7 +614,7 @@
       renderList();
       renderTable();
       if (focusDoc) {
-        var row = listEl.querySelector('.ex-row[data-doc="' + focusDoc + '"]');
+        var row = listEl.querySelector('.ex-row[data-doc="' + CSS.escape(focusDoc) + '"]');
         if (row) {
           var target = focusSel ? row.querySelector(focusSel) : row;
           (target && !target.disabled ? target : row).focus();
@@ -672,6 +677,31 @@
       state.items.push({ doc: "d" + d, grade: 0 });
       update();
     });
+
+    // the picker: a query of the input, its ranked list as picker.py made it
+    var pickEl = document.getElementById("ex-query");
+    if (pickEl && data.queries.length) {
+      document.getElementById("ex-pick").hidden = false;
+      data.queries.forEach(function (q, i) {
+        pickEl.appendChild(el("option", { value: String(i) }, q.case + " / " + q.qid));
+      });
+      pickEl.addEventListener("change", function () {
+        if (pickEl.value === "") { presetNote.textContent = PRESETS["default"](); return; }
+        presetNote.textContent = pickQuery(data.queries[+pickEl.value]);
+      });
+    }
+
+    function pickQuery(q) {
+      var shown = q.docs.length - q.appended;
+      var items = q.docs.map(function (d, i) { return { doc: d[0], grade: d[1], rank: d[2], extra: i >= shown }; });
+      setItems(items, Math.min(state.k, items.length + 2));
+      var t = "Query " + q.qid + " of " + q.case + ": " + (q.cut ? "the top " + shown + " of its " + q.retrieved : "its " + shown) +
+        " ranked documents in the run's order, ties by document id descending (trec_eval's rule), each with its judged grade (unjudged: 0).";
+      if (q.appended) t += " " + q.appended + " relevant judged document" + (q.appended === 1 ? "" : "s") + " the list left out " + (q.appended === 1 ? "is" : "are") + " appended below it, marked: here " + (q.appended === 1 ? "it counts" : "they count") + " as ranked, so whole-list measures (RR, AP, nDCG) can differ from the run's.";
+      if (q.changed) t += " " + q.changed + " label" + (q.changed === 1 ? " is" : "s are") + " not an integer from 0: negative read as 0, fractional truncated.";
+      if (q.named_like_query) t += " A document named like the query is left out.";
+      return t;
+    }
 
     api.state = state;
     api.columns = columns;
