@@ -4,14 +4,19 @@
 everything inline (styles, scripts, data): it opens from disk and makes no network request. The
 same ``RunResult`` gives the same bytes (no timestamps, every collection in a fixed order).
 
-Sections:
+Sections, each colour and symbol with its legend:
 
-- Summary: the entries with their versions and availability, and ``result.summary``'s counts.
+- Summary: ``result.summary``'s counts.
+- Values: per case (a picker when there are several), each entry's value of each measure with
+  its agreement class (``conformance.report.values``): the first screen.
 - Conventions: the convention matrix, entry x axis from each entry's ``default_profile()``;
   a cell's colour stands for its value, the same colour for the same value of an axis.
+- Entries: the entries with their versions and availability.
 - Agreement: per measure, on how many cases each pair of entries agrees.
 - Disagreements: one card per disagreeing pair of entries on a case and measure (and one per
-  entry that does not match its own profile), unexplained ones first. A card shows every entry's
+  entry that does not match its own profile), unexplained ones first, grouped by measure and
+  then by the axes that explain them, each measure and group one closed line until opened
+  (the bundled corpus' page stays under 15,000 px at 1400 px wide). A card shows every entry's
   value, the axes that explain the difference with both values, and, per query where the two
   part, the position-by-position table under each of the two conventions
   (``conformance.report.positions``). Tables are built in Python and embedded as data; the page
@@ -19,7 +24,10 @@ Sections:
 - Explorer: a ranked list the reader edits, with P@k, R@k, RR, RR@k, AP, AP@k, nDCG@k, nDCG and
   DCG@k as each entry's profile computes them (``static/explorer.js``, which mirrors
   ``conformance.reference.formulas`` for a list that holds every judged document: no ties, no
-  unjudged documents, so only the axes of :data:`EXPLORER_AXES` matter).
+  unjudged documents, so only the axes of :data:`EXPLORER_AXES` matter; :data:`EXPLORER_IDLE`
+  says why each other axis cannot change a value there, and a value an entry's profile sets on
+  an axis in neither is shown as not computed). Its picker opens the input's own queries
+  (``conformance.report.picker``).
 
 Requires RunResult.subjects (kept by ``run_entries``) for the position tables; a result without
 them still renders, with the tables left out.
