@@ -532,6 +532,7 @@ AXES: dict[str, Axis] = {
             phrases={None: "values at full precision", 5: "values rounded to 5 places"},
             open_phrase="values rounded to {} places",
             stored={"none": None},
+            explorer=True,  # a one-query list: its value rounded, as the mean of one value is
         ),
         Axis(
             "mean",

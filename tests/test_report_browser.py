@@ -300,8 +300,16 @@ def test_cards_filters_and_position_tables(page, run_result):
     assert page.locator("#filter-count").inner_text() == f"{total} of {total} shown"
 
     # open the explained card of the graded-ten case for nDCG@5 (linear vs exponential gain)
-    card = page.locator('#cards .card[data-case="relevant-at-k-and-k-plus-one"][data-metric="nDCG@5"]'
-                        '[data-unexplained="0"]').first
+    chosen = '.card[data-case="relevant-at-k-and-k-plus-one"][data-metric="nDCG@5"][data-unexplained="0"]'
+    card = page.locator("#cards " + chosen).first
+    card_id = card.get_attribute("id")
+    # its measure's line and its group (nDCG@5 explained by gain) are closed until opened
+    line = page.locator("#cards details.mgroup", has=page.locator(f"#{card_id}"))
+    group = page.locator("#cards details.cgroup", has=page.locator(f"#{card_id}"))
+    assert not card.is_visible() and line.get_attribute("open") is None
+    line.locator(":scope > summary").click()
+    assert group.is_visible() and not card.is_visible()
+    group.locator(":scope > summary").click()
     card.locator("details.positions > summary").click()
     tables = card.locator(".pt")
     assert tables.count() == 2
@@ -585,10 +593,10 @@ def batch_reference(group: list[list[int]], measures: list[Measure], conv: Conve
 
 def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
     """Random values on every axis the explorer reads, including custom gain maps, Jarvelin and
-    other log bases, thresholds 0..4 and every empty_query rule."""
+    other log bases, thresholds 0..4, every empty_query rule and rounding to 0..5 places."""
     rng = random.Random(7)
     choices = {
-        "gain": ["linear", "exponential", "0:0,1:1,2:3,3:10", "1:0.5,3:2"],
+        "gain": ["linear", "exponential", "binary", "0:0,1:1,2:3,3:10", "1:0.5,3:2"],
         "discount": ["log2", "jarvelin", "jarvelin:3", "log:10", "log:2.5"],
         "ideal": ["judged", "retrieved"],
         "k_beyond_list": ["k", "min_k_n"],
@@ -598,6 +606,8 @@ def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
         "relevance_threshold": [0, 1, 2, 3, 4],
         "threshold_scope": ["binary", "graded"],
         "single_document": ["score", "raise"],
+        # halves like 1/2, 3/8 at 0..3 places take Python's half-to-even
+        "rounding": ["none", "none", 0, 1, 2, 3, 5],
     }
     jobs, wants = [], []
     for _ in range(300):
@@ -658,3 +668,194 @@ def test_paper_page_in_the_browser(browser, tmp_path):
         d = check_displayed(pg, entries)
         assert d["grades"][1] == 3 and d["k"] == 9
         save_screenshots(pg, "paper")
+
+
+# --------------------------------------------------------------------------------------------
+# the page at a glance (issue 16.7): the bundled corpus with every entry, as `conformance run`
+# writes it
+# --------------------------------------------------------------------------------------------
+
+MAX_HEIGHT = 15_000  # px at 1400 px wide, nothing opened
+
+
+@pytest.fixture(scope="module")
+def corpus_result():
+    cases = load_cases()
+    subjects = [Subject(c.name, c.qrels, c.run, c.measures, c.description) for c in cases]
+    entries = [e for e in all_entries() if e.available()]
+    return run_entries(entries, subjects)
+
+
+@pytest.fixture(scope="module")
+def corpus_report(corpus_result, tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "conventions.html"
+    report_html.write(corpus_result, path)
+    return path
+
+
+def test_corpus_page_height_and_first_screen(browser, corpus_report, corpus_result):
+    with opened(browser, corpus_report) as pg:
+        height = pg.evaluate("document.body.scrollHeight")
+        print(f"\nbundled corpus page: {height} px tall at 1400 px wide")
+        assert height <= MAX_HEIGHT
+        # the value table is on the first screen, the convention matrix next
+        order = pg.evaluate("() => [...document.querySelectorAll('main > section')].map(s => s.id)")
+        assert order[:3] == ["summary", "values", "conventions"], order
+        table = pg.locator("#values .vtable:not([hidden]) table")
+        assert table.count() == 1
+        assert table.bounding_box()["y"] < 1000  # its top inside the first 1000 px viewport
+        # nothing of the cards shows until its measure's line and group are opened
+        assert pg.locator("#cards .card:visible").count() == 0
+        save = pg.locator("#cards details.mgroup").count()
+        assert save == len({c.metric for c in corpus_result.comparisons if c.explanations})
+
+
+def test_disagreements_grouped_by_measure_and_axes(browser, corpus_report, corpus_result):
+    """Groups and their counts, from the comparisons themselves: per (measure, explaining axes)
+    the number of explained pair cards."""
+    want: dict[tuple, int] = {}
+    for c in corpus_result.comparisons:
+        for e in c.explanations:
+            key = (c.metric, "unexplained" if e.axes is None else " + ".join(e.axes))
+            want[key] = want.get(key, 0) + 1
+    with opened(browser, corpus_report) as pg:
+        got = pg.evaluate("""() => [...document.querySelectorAll('#cards .mpart')].map(p => [
+            p.closest('details.mgroup').dataset.metric, p.textContent.trim()])""")
+        shown = {}
+        for metric, text in got:
+            axes, count = text.rsplit(" \u00d7", 1)
+            shown[(metric, axes)] = int(count)
+        pairs = {k: v for k, v in want.items() if k[1] != "unexplained"}
+        assert {k: v for k, v in shown.items() if k[1] != "unexplained"} == pairs
+        # open one measure's line, then one of its groups: exactly that group's cards show
+        line = pg.locator("#cards details.mgroup").first
+        line.locator(":scope > summary").click()
+        group = line.locator("details.cgroup").first
+        assert group.is_visible()
+        assert line.locator(".card:visible").count() == 0
+        group.locator(":scope > summary").click()
+        n = int(group.get_attribute("data-total"))
+        assert group.locator(".card:visible").count() == n >= 1
+
+
+OVERFLOW_JS = """() => { const out = [];
+  const vw = document.documentElement.clientWidth;
+  for (const e of document.querySelectorAll('main table, main .card, main section, main details, main .pt, main .ex')) {
+    if (e.offsetParent === null) continue;
+    let box = e, scrolls = false;  // inside a box that scrolls sideways, nothing is clipped
+    while (box && box !== document.body) {
+      const ox = getComputedStyle(box).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { scrolls = true; break; }
+      box = box.parentElement;
+    }
+    const r = e.getBoundingClientRect();
+    if (!scrolls && (e.scrollWidth > e.clientWidth + 1 || r.right > vw + 0.5))
+      out.push([e.tagName, e.className, e.id, e.scrollWidth, e.clientWidth, Math.round(r.right)]);
+  }
+  return {page: document.documentElement.scrollWidth, width: vw, over: out.slice(0, 10)}; }"""
+
+
+def test_nothing_overflows_at_1280(browser, corpus_report):
+    """At 1280 px wide no table, card, section or position table is wider than its box unless it
+    sits in a box that scrolls sideways, and the page itself does not scroll sideways: with
+    everything closed, and with every group, card and table opened."""
+    with opened(browser, corpus_report) as pg:
+        pg.set_viewport_size({"width": 1280, "height": 1000})
+        closed = pg.evaluate(OVERFLOW_JS)
+        assert closed["over"] == [] and closed["page"] <= closed["width"], closed
+        pg.evaluate("""() => {
+          document.querySelectorAll('#cards details').forEach(d => { d.open = true; });
+          document.querySelectorAll('#cards .card').forEach(c => window.conformanceReport.drawTables(c));
+        }""")
+        assert pg.locator("#cards .pt").count() > 0
+        opened_all = pg.evaluate(OVERFLOW_JS)
+        assert opened_all["over"] == [] and opened_all["page"] <= opened_all["width"], opened_all
+
+
+def test_every_coloured_section_has_a_legend(page):
+    for section in ("values", "conventions", "agreement", "disagreements", "explorer"):
+        legend = page.locator(f"section#{section} .legend")
+        assert legend.count() >= 1 and legend.first.is_visible(), section
+        assert "legend" in legend.first.inner_text().lower() or section == "agreement", section
+
+
+def test_value_table_is_the_comparisons(page, run_result):
+    """Each case's table: every entry's value as the comparison holds it (4 decimals), and two
+    cells of a column share a letter exactly when the comparison puts their entries in one
+    class, trec_eval's class lettered A."""
+    by_case: dict[str, list] = {}
+    for c in run_result.comparisons:
+        by_case.setdefault(c.case, []).append(c)
+    options = page.locator("#values-case option")
+    assert options.count() == len(by_case)
+    for i in range(options.count()):
+        case = options.nth(i).inner_text()
+        page.select_option("#values-case", str(i))
+        box = page.locator(f'#values .vtable[data-case="{case}"]')
+        assert box.is_visible() and page.locator("#values .vtable:visible").count() == 1
+        for c in by_case[case]:
+            cells = {}
+            for name in c.values:
+                td = box.locator(f'tr[data-entry="{name}"] td[data-metric="{c.metric}"]')
+                text = td.inner_text().strip()
+                if name in c.errors:
+                    assert text.startswith("error"), (case, c.metric, name, text)
+                    continue
+                v = c.values[name]
+                assert text.startswith("NaN" if math.isnan(v) else f"{v:.4f}"), (case, c.metric, name, text)
+                cells[name] = td.get_attribute("data-class")
+            for cls in c.classes:
+                assert len({cells[n] for n in cls if n in cells}) <= 1, (case, c.metric, cls, cells)
+            letters = [{cells[n] for n in cls if n in cells} for cls in c.classes]
+            flat = [next(iter(s)) for s in letters if s]
+            assert len(flat) == len(set(flat)), (case, c.metric, letters)  # one letter per class
+            if "trec_eval" in cells:
+                assert cells["trec_eval"] == "A"
+
+
+def ranked_by_trec_eval(case, qid: str) -> list[str]:
+    """The query's documents in trec_eval's order: score descending, ties by docid descending
+    (byte-wise), written out with Python sorts, not the report's code."""
+    rows = [(d, s) for q, d, s in zip(case.run.query_ids().tolist(), case.run.doc_ids().tolist(),
+                                       case.run.score.tolist()) if q == qid]
+    rows.sort(key=lambda r: r[0].encode(), reverse=True)
+    rows.sort(key=lambda r: -r[1])  # stable: equal scores keep the docid order
+    return [d for d, _ in rows]
+
+
+def test_query_picker_opens_the_inputs_own_queries(page, run_result):
+    by_name = {c.name: c for c in load_cases()}
+    options = page.locator("#ex-query option")
+    labels = [options.nth(i).inner_text() for i in range(options.count())]
+    assert labels[0] == "the built-in example"
+    want_labels = []
+    for name in CASES:
+        case = by_name[name]
+        both = sorted(set(case.run.query_ids().tolist()) & set(case.qrels.query_ids().tolist()))
+        want_labels += [f"{name} / {q}" for q in both]
+    assert labels[1:] == want_labels
+    tried = 0
+    for text in labels[1:]:
+        name, qid = text.split(" / ")
+        if name not in ("ties-two-groups", "graded-ten", "depth-forty-docs-relevant-below-32"):
+            continue
+        page.select_option("#ex-query", label=text)
+        case = by_name[name]
+        judged = {d: g for q, d, g in zip(case.qrels.query_ids().tolist(), case.qrels.doc_ids().tolist(),
+                                          case.qrels.label.tolist()) if q == qid}
+        ranked = [d for d in ranked_by_trec_eval(case, qid) if d != qid]
+        top = ranked[:30]
+        extra = sorted((d for d, g in judged.items() if g >= 1 and d not in top),
+                       key=lambda d: (ranked.index(d) if d in ranked else len(ranked), d))
+        d = check_displayed(page, run_result.entries)
+        assert d["docs"] == top + extra, (text, d["docs"])
+        assert d["grades"] == [max(0, int(math.floor(judged.get(x, 0)))) for x in top + extra]
+        note = page.locator("#ex-preset-note").inner_text()
+        assert f"Query {qid} of {name}" in note and "trec_eval's rule" in note
+        if extra:
+            assert "appended" in note
+            assert page.locator("#ex-list .ex-row.extra").count() == len(extra)
+        tried += 1
+    assert tried >= 3
+    page.select_option("#ex-query", "")
+    assert displayed(page)["grades"] == list(report_html.DEFAULT_LIST)

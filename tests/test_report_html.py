@@ -18,7 +18,7 @@ import pytest
 
 from conformance.cases import load_cases
 from conformance.cli import main
-from conformance.conventions import AXES, TREC_EVAL10
+from conformance.conventions import AXES, TREC_EVAL10, format_value
 from conformance.data import Qrels, Run
 from conformance.libs import all_entries
 from conformance.measures import Measure, parse_measure
@@ -294,7 +294,8 @@ def test_explorer_embeds_each_entry_profile(result, page):
             if e.supports(m):
                 want = m.conventions(e.profile(m))
                 got = d["measures"][mid]
-                assert got == {a: (getattr(want, a) if a == "relevance_threshold" else str(getattr(want, a)))
+                assert got == {a: (getattr(want, a) if a == "relevance_threshold"
+                                   else format_value(getattr(want, a)))
                                for a in report_html.EXPLORER_AXES}, (e.name, mid)
             else:
                 assert d["measures"][mid] is None
@@ -419,3 +420,40 @@ def test_library_errors_do_not_make_pages_differ():
     assert report_html.render(first) == report_html.render(second)
     assert report_html.library_error(e1).startswith("XGBoostError: ")
     assert "[bt]" not in report_html.library_error(e1)
+
+
+def test_every_axis_the_explorer_does_not_offer_is_idle_there_or_said_not_computed():
+    """An axis is offered (and computed by explorer.js), idle on the explorer's list for a
+    stated reason, or makes the entry's value there "not computed": never silently ignored."""
+    offered, idle = set(report_html.EXPLORER_AXES), set(report_html.EXPLORER_IDLE)
+    assert not offered & idle
+    for axis in set(AXES) - offered - idle:
+        value = {"depth": 3}.get(axis)
+        assert value is not None, f"{axis}: neither offered, idle nor tested as not computed"
+        conv = TREC_EVAL10.replace(**{axis: value})
+        assert report_html.explorer_not_here(conv) == [f"{axis}={value}"]
+    assert report_html.explorer_not_here(TREC_EVAL10) == []
+    # idle axes off their default compute as usual (BEIR's identical_ids=drop, ranx's ties)
+    assert report_html.explorer_not_here(TREC_EVAL10.replace(identical_ids="drop", ties="average")) == []
+
+
+def test_picker_lists_a_query_as_the_explorer_holds_it():
+    """One query: scores tie (docid descending breaks them), a document named like the query,
+    a negative and a fractional label, a relevant document below the cut and one never
+    retrieved. Expected lists written out by hand."""
+    from conformance.report.picker import picker_queries
+
+    qrels = Qrels.from_records([("q", "a", 2.0), ("q", "b", -1.0), ("q", "c", 1.5), ("q", "q", 3.0),
+                                ("q", "e", 1.0), ("q", "z", 2.0), ("only_judged", "a", 1.0)])
+    run = Run.from_records([("q", "a", 1.0), ("q", "b", 3.0), ("q", "c", 3.0), ("q", "q", 5.0),
+                            ("q", "d", 0.5), ("q", "e", 0.1), ("only_ranked", "a", 1.0)])
+    subject = Subject("mine", qrels, run, [Measure("nDCG", 10)])
+    [q] = picker_queries([subject], max_docs=3)
+    # ranked without "q": c and b tie at 3.0 (docid descending: c first), then a (1.0), d, e
+    assert q["docs"] == [["c", 1, None], ["b", 0, None], ["a", 2, None],
+                         ["e", 1, 6],     # relevant, at run rank 6 below the cut of 3
+                         ["z", 2, None]]  # relevant, never retrieved
+    assert (q["retrieved"], q["cut"], q["appended"]) == (5, True, 2)
+    assert q["changed"] == 2  # b's -1 read as 0, c's 1.5 truncated to 1
+    assert q["named_like_query"] == 1
+    assert [x["qid"] for x in picker_queries([subject])] == ["q"]  # judged and ranked only

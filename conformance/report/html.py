@@ -4,14 +4,19 @@
 everything inline (styles, scripts, data): it opens from disk and makes no network request. The
 same ``RunResult`` gives the same bytes (no timestamps, every collection in a fixed order).
 
-Sections:
+Sections, each colour and symbol with its legend:
 
-- Summary: the entries with their versions and availability, and ``result.summary``'s counts.
+- Summary: ``result.summary``'s counts.
+- Values: per case (a picker when there are several), each entry's value of each measure with
+  its agreement class (``conformance.report.values``): the first screen.
 - Conventions: the convention matrix, entry x axis from each entry's ``default_profile()``;
   a cell's colour stands for its value, the same colour for the same value of an axis.
+- Entries: the entries with their versions and availability.
 - Agreement: per measure, on how many cases each pair of entries agrees.
 - Disagreements: one card per disagreeing pair of entries on a case and measure (and one per
-  entry that does not match its own profile), unexplained ones first. A card shows every entry's
+  entry that does not match its own profile), unexplained ones first, grouped by measure and
+  then by the axes that explain them, each measure and group one closed line until opened
+  (the bundled corpus' page stays under 15,000 px at 1400 px wide). A card shows every entry's
   value, the axes that explain the difference with both values, and, per query where the two
   part, the position-by-position table under each of the two conventions
   (``conformance.report.positions``). Tables are built in Python and embedded as data; the page
@@ -19,7 +24,10 @@ Sections:
 - Explorer: a ranked list the reader edits, with P@k, R@k, RR, RR@k, AP, AP@k, nDCG@k, nDCG and
   DCG@k as each entry's profile computes them (``static/explorer.js``, which mirrors
   ``conformance.reference.formulas`` for a list that holds every judged document: no ties, no
-  unjudged documents, so only the axes of :data:`EXPLORER_AXES` matter).
+  unjudged documents, so only the axes of :data:`EXPLORER_AXES` matter; :data:`EXPLORER_IDLE`
+  says why each other axis cannot change a value there, and a value an entry's profile sets on
+  an axis in neither is shown as not computed). Its picker opens the input's own queries
+  (``conformance.report.picker``).
 
 Requires RunResult.subjects (kept by ``run_entries``) for the position tables; a result without
 them still renders, with the tables left out.
@@ -43,6 +51,8 @@ from conformance.conventions import AXES, EXPLORER_AXES, Conventions, format_val
 from conformance.errors import stable_error as library_error
 from conformance.measures import FAMILIES, Measure, parse_measure
 from conformance.report.positions import PositionTable, position_table, shown
+from conformance.report.picker import picker_queries
+from conformance.report.values import value_tables
 from conformance.reference.prepare import Prepared
 
 # (id shown in the explorer, family, takes the explorer's k)
@@ -67,6 +77,10 @@ DEFAULT_LIST = (3, 2, 0, 2, 0, 3, 0, 1, 0, 1)
 # axis has the same colour everywhere in the page.
 PALETTE = ("#dbeafe", "#fde68a", "#bbf7d0", "#fecaca", "#e9d5ff", "#fed7aa", "#a5f3fc",
            "#f5d0fe", "#d9f99d", "#e2e8f0", "#fbcfe8", "#c7d2fe")
+
+# Colours of the value table's agreement classes (report.css .c0 ... .c7); later classes reuse them
+# and keep their letters.
+CLASS_COLOURS = 8
 
 # Queries shown per disagreement card (the ones where the two entries part first).
 MAX_QUERIES = 3
@@ -136,7 +150,11 @@ def build_context(result) -> dict[str, Any]:
     entries = list(result.entries)
     colours = _value_colours(entries)
     cards, tables = _cards(result)
+    values = value_tables(result, _metric_key)
+    most = max((len(cl) for t in values for cl in t["classes"].values()), default=1)
     return {
+        "value_tables": values,
+        "legend_classes": min(most, CLASS_COLOURS),
         "summary": result.summary,
         "entries": [_entry_row(result, e) for e in entries],
         "matrix": _matrix(entries, colours),
@@ -146,11 +164,14 @@ def build_context(result) -> dict[str, Any]:
             "total": len(cards),
             "unexplained": sum(1 for c in cards if c["unexplained"]),
         },
+        "card_groups": _card_groups(cards),
+        "axis_meanings": {a: AXES[a].meaning for a in AXES},
         "card_metrics": sorted({c["metric"] for c in cards}, key=_metric_key),
         "card_axes": [a for a in AXES if any(a in c["axes_list"] for c in cards)],
         "json_data": _script_json({
             "tables": tables,
-            "explorer": explorer_data(entries, colours),
+            "explorer": explorer_data(entries, colours,
+                                      picker_queries(getattr(result, "subjects", None))),
             "agreement": _agreement_data(result),
         }),
     }
@@ -483,6 +504,41 @@ def _cards(result) -> tuple[list[dict], list[dict]]:
     return unexplained + explained, tables.tables
 
 
+def _card_groups(cards: list[dict]) -> list[dict]:
+    """The cards grouped by (measure, the axes that explain them; unexplained ones by measure
+    alone), unexplained groups first, then in measure order; each group's cards keep their
+    order. Per measure (in that order): its groups. A measure, and each of its groups, is one
+    line on the page until opened."""
+    groups: dict[tuple, dict] = {}
+    for c in cards:
+        axes = tuple(x["axis"] for x in c["axes"])
+        key = (not c["unexplained"], _metric_key(c["metric"]), c["unexplained"] or axes)
+        if key not in groups:
+            groups[key] = {"metric": c["metric"], "unexplained": c["unexplained"], "axes": list(axes),
+                           "cards": [], "pairs": set(), "cases": set()}
+        g = groups[key]
+        g["cards"].append(c)
+        g["pairs"].add((c["a"], c["b"]))
+        g["cases"].add(c["case"])
+    flat = []
+    for i, key in enumerate(sorted(groups, key=lambda k: (k[0], k[1], str(k[2])))):
+        g = groups[key]
+        flat.append({"id": f"g{i}", "metric": g["metric"], "unexplained": g["unexplained"],
+                     "axes": g["axes"], "cards": g["cards"], "n_pairs": len(g["pairs"]),
+                     "n_cases": len(g["cases"]),
+                     "axes_list": sorted({a for c in g["cards"] for a in c["axes_list"]})})
+    # one line per measure, naming its groups with their counts; a measure with unexplained
+    # cards comes first and open
+    by_metric: dict[str, list[dict]] = {}
+    for g in flat:
+        by_metric.setdefault(g["metric"], []).append(g)
+    out = [{"id": f"m{i}", "metric": metric, "groups": gs,
+            "unexplained": any(g["unexplained"] for g in gs),
+            "n_cards": sum(len(g["cards"]) for g in gs)}
+           for i, (metric, gs) in enumerate(by_metric.items())]
+    return out
+
+
 def _class_value(values: list[dict], group: int) -> str:
     for v in values:
         if v["group"] == group:
@@ -526,6 +582,31 @@ def explorer_profile(conv: Conventions) -> dict[str, Any]:
     return {a: _axis_json(a, getattr(conv, a)) for a in EXPLORER_AXES}
 
 
+# Why each axis the explorer does not offer cannot change a value on its list (one query, every
+# judged document ranked once in a given order, grades 0..3). An axis missing here and not
+# offered is not modelled: an entry whose profile sets it off its default is shown as not
+# computed there (``not_here``), never computed as if it did not.
+EXPLORER_IDLE = {
+    "ties": "the list is an order: no two documents tie",
+    "negative_labels": "grades are 0..3: no negative label",
+    "label_type": "grades are integers",
+    "query_set": "one query, both judged and ranked",
+    "score_precision": "the list is an order: no scores to narrow",
+    "rank_source": "the list is an order: scores and ranks agree",
+    "nonpositive_scores": "the list's documents count as scored above 0",
+    "duplicates": "each document is listed once",
+    "identical_ids": "no document is named like the query",
+}
+
+
+def explorer_not_here(conv: Conventions) -> list[str]:
+    """``axis=value`` for each axis of ``conv`` the explorer neither offers nor knows to be idle
+    (:data:`EXPLORER_IDLE`) that is off its default: the explorer cannot compute that value."""
+    return [f"{a}={format_value(getattr(conv, a))}" for a in AXES
+            if a not in EXPLORER_AXES and a not in EXPLORER_IDLE
+            and getattr(conv, a) != AXES[a].default]
+
+
 def explorer_uses(family: str, at: bool) -> list[str]:
     """The explorer axes one explorer measure reads: its family's axes (the records), less what
     the explorer's list makes idle. That list holds every judged document, so the ideal is the
@@ -536,17 +617,25 @@ def explorer_uses(family: str, at: bool) -> list[str]:
     return [a for a in EXPLORER_AXES if a in f.axes and a not in idle]
 
 
-def explorer_data(entries, colours=None) -> dict[str, Any]:
+def explorer_data(entries, colours=None, queries=None) -> dict[str, Any]:
     """What the explorer embeds: per entry, per explorer measure, its profile (None when the
     entry does not compute the measure); the default list; the measures' ids, the axes each
-    reads and its formula (from the family records)."""
+    reads and its formula (from the family records); the input's queries for the picker
+    (``conformance.report.picker``; none: no picker)."""
     colours = colours or _value_colours(entries)
     out = []
     for e in entries:
         measures: dict[str, Any] = {}
         for mid, family, at in EXPLORER_MEASURES:
             m = Measure(family, REPRESENTATIVE_K if at else None)
-            measures[mid] = explorer_profile(m.conventions(e.profile(m))) if e.supports(m) else None
+            if not e.supports(m):
+                measures[mid] = None
+                continue
+            conv = m.conventions(e.profile(m))
+            measures[mid] = explorer_profile(conv)
+            missing = explorer_not_here(conv)
+            if missing:
+                measures[mid]["not_here"] = missing
         out.append({"entry": e.name, "library": e.library, "measures": measures})
     return {
         "entries": out,
@@ -557,6 +646,8 @@ def explorer_data(entries, colours=None) -> dict[str, Any]:
         "default_list": list(DEFAULT_LIST),
         "colours": {a: colours.get(a, {}) for a in EXPLORER_AXES},
         "meanings": {a: AXES[a].meaning for a in EXPLORER_AXES},
+        "idle": EXPLORER_IDLE,
+        "queries": list(queries or []),
     }
 
 

@@ -34,11 +34,12 @@
     return pos >= d.base ? Math.log(d.base) / Math.log(pos) : 1;
   }
 
-  // gain of a label (reference.ranking.gains): linear, 2^rel - 1, or a label:gain map whose
-  // unlisted labels keep gain = label; threshold_scope=graded zeroes labels below the threshold
+  // gain of a label (reference.ranking.gains): linear, 2^rel - 1, 1 for a relevant label
+  // (binary), or a label:gain map whose unlisted labels keep gain = label; threshold_scope=graded
+  // zeroes labels below the threshold
   function gainFunction(profile) {
     var map = null;
-    if (profile.gain !== "linear" && profile.gain !== "exponential") {
+    if (profile.gain !== "linear" && profile.gain !== "exponential" && profile.gain !== "binary") {
       map = {};
       profile.gain.split(",").forEach(function (pair) {
         var p = pair.split(":");
@@ -47,7 +48,8 @@
     }
     return function (label) {
       var g;
-      if (profile.gain === "linear") g = label;
+      if (profile.gain === "binary") g = label >= profile.relevance_threshold ? 1 : 0;
+      else if (profile.gain === "linear") g = label;
       else if (profile.gain === "exponential") g = Math.pow(2, label) - 1;
       else {
         var key = String(label);
@@ -60,6 +62,26 @@
 
   function safeDiv(num, den) {
     return den !== 0 ? num / den : 0;
+  }
+
+  // Python's round(x, places) (reference.evaluate.round_half_even): toFixed rounds the exact
+  // binary value to nearest, a half away from zero; a value exactly on a half (its exact
+  // expansion ends in 5 at places + 1) goes to the even neighbour instead. 40 more digits hold
+  // the exact expansion of any double near such a half that a measure gives.
+  function roundPlaces(x, places) {
+    if (places === null || !isFinite(x)) return x;
+    var a = Math.abs(x);
+    var text = a.toFixed(places);
+    var more = Math.min(100, places + 41);
+    var exact = a.toFixed(more);
+    var tail = exact.slice(exact.length - (more - places));
+    if (/^50*$/.test(tail)) {
+      var down = exact.slice(0, exact.length - (more - places));
+      var last = parseInt(down.replace(".", "").slice(-1), 10);
+      if (last % 2 === 0) text = down;
+    }
+    var r = parseFloat(text);
+    return x < 0 ? -r : r;
   }
 
   // what empty_query does to a query whose value is 0/0 (reference.evaluate._apply_empty; with
@@ -124,6 +146,9 @@
     out["nDCG@k"] = finish(safeDiv(dcg(kk), idealK), idealK <= 0, rule);
     out["nDCG"] = finish(safeDiv(dcg(n), idealAll), idealAll <= 0, rule);
     out["DCG@k"] = finish(dcg(kk), idealK <= 0, rule);
+    // rounding=N: one query's value and its mean are the same number, rounded
+    var places = profile.rounding === "none" ? null : parseInt(profile.rounding, 10);
+    if (places !== null) MEASURES.forEach(function (mid) { out[mid].value = roundPlaces(out[mid].value, places); });
     return out;
   }
 
@@ -161,7 +186,8 @@
     evaluate: evaluate,
     divergeMost: divergeMost,
     gainFunction: gainFunction,
-    discountAt: discountAt
+    discountAt: discountAt,
+    roundPlaces: roundPlaces
   };
   api.el = el; // report.js builds its tables with the same helper
   window.conformanceExplorer = api;
@@ -235,6 +261,7 @@
         var sig = MEASURES.map(function (mid) {
           var p = profileOf(entry, mid);
           if (!p) return mid + ":-";
+          if (p.not_here) return mid + ":not_here:" + p.not_here.join(",");
           return mid + ":" + USES[mid].map(function (a) { return p[a]; }).join("|");
         }).join(";");
         if (!(sig in bySig)) {
@@ -274,6 +301,11 @@
         li.appendChild(el("span", { className: "ex-rank" }, String(i + 1)));
         li.appendChild(el("span", { className: "ex-grip", "aria-hidden": "true" }, "\u2807"));
         li.appendChild(el("span", { className: "ex-doc" }, it.doc));
+        if (it.extra) {
+          li.classList.add("extra");
+          li.appendChild(el("span", { className: "ex-tag", title: "appended: the run's list left it out" },
+            it.rank ? "run rank " + it.rank : "not retrieved"));
+        }
         var badge = el("button", {
           type: "button", className: "ex-grade g" + it.grade,
           title: "grade " + it.grade + ": click to cycle 0-3", "aria-label": "grade " + it.grade
@@ -370,6 +402,7 @@
       if (!res) return { text: "\u2014", cls: "na", key: null };
       if (res.outcome === "raise") return { text: "error", cls: "raise", key: "raise" };
       if (res.outcome === "skip") return { text: "skipped", cls: "skip", key: "skip" };
+      if (res.outcome === "not_here") return { text: "not here", cls: "na", key: "not_here" };
       return { text: fmt(res.value), cls: "", key: isNaN(res.value) ? "NaN" : res.value };
     }
 
@@ -396,7 +429,9 @@
         var out = {};
         MEASURES.forEach(function (mid) {
           var p = profileOf(col.entry, mid);
-          out[mid] = p ? evaluate(grades, k, p)[mid] : null;
+          // an axis the explorer does not model: said so, never computed as if absent
+          if (p && p.not_here) out[mid] = { value: NaN, empty: false, outcome: "not_here", not_here: p.not_here };
+          else out[mid] = p ? evaluate(grades, k, p)[mid] : null;
         });
         return out;
       });
@@ -454,7 +489,9 @@
           var td = el("td", { className: "v " + c.cls, "data-col": String(ci), "data-measure": mid });
           if (res) {
             td.setAttribute("data-value", res.outcome === "value" ? String(res.value) : res.outcome);
-            td.title = col.entries.join(", ") + ": " + (res.empty ? "0/0, empty_query=" + res.rule + " gives " + c.text : c.text);
+            td.title = col.entries.join(", ") + ": " + (res.not_here
+              ? "not computed here: the explorer does not model " + res.not_here.join(", ")
+              : res.empty ? "0/0, empty_query=" + res.rule + " gives " + c.text : c.text);
             if (order[mid].length > 1) td.style.background = TINTS[order[mid].indexOf(c.key) % TINTS.length];
           }
           td.appendChild(document.createTextNode(c.text));
@@ -549,6 +586,20 @@
             " is 0 under rr_cutoff=honour (" + hon + ") and 1/" + first + " under rr_cutoff=ignore (" + ign + ").");
         }
       }
+      var off = {};
+      cols.forEach(function (col) {
+        MEASURES.forEach(function (mid) {
+          var p = profileOf(col.entry, mid);
+          if (p && p.not_here) p.not_here.forEach(function (x) { off[x] = (off[x] || []).concat(col.entries); });
+        });
+      });
+      Object.keys(off).sort().forEach(function (x) {
+        var who = off[x].filter(function (v, i) { return off[x].indexOf(v) === i; });
+        out.push("Not computed here: " + x + " (" + who.join(", ") + "), a convention the explorer does not model.");
+      });
+      out.push("Not read here, as they cannot change a value on this list: " + Object.keys(data.idle).map(function (a) {
+        return a + " (" + data.idle[a] + ")";
+      }).join("; ") + ".");
       return { rows: rows, notes: out };
     }
 
@@ -563,7 +614,7 @@
       renderList();
       renderTable();
       if (focusDoc) {
-        var row = listEl.querySelector('.ex-row[data-doc="' + focusDoc + '"]');
+        var row = listEl.querySelector('.ex-row[data-doc="' + CSS.escape(focusDoc) + '"]');
         if (row) {
           var target = focusSel ? row.querySelector(focusSel) : row;
           (target && !target.disabled ? target : row).focus();
@@ -626,6 +677,31 @@
       state.items.push({ doc: "d" + d, grade: 0 });
       update();
     });
+
+    // the picker: a query of the input, its ranked list as picker.py made it
+    var pickEl = document.getElementById("ex-query");
+    if (pickEl && data.queries.length) {
+      document.getElementById("ex-pick").hidden = false;
+      data.queries.forEach(function (q, i) {
+        pickEl.appendChild(el("option", { value: String(i) }, q.case + " / " + q.qid));
+      });
+      pickEl.addEventListener("change", function () {
+        if (pickEl.value === "") { presetNote.textContent = PRESETS["default"](); return; }
+        presetNote.textContent = pickQuery(data.queries[+pickEl.value]);
+      });
+    }
+
+    function pickQuery(q) {
+      var shown = q.docs.length - q.appended;
+      var items = q.docs.map(function (d, i) { return { doc: d[0], grade: d[1], rank: d[2], extra: i >= shown }; });
+      setItems(items, Math.min(state.k, items.length + 2));
+      var t = "Query " + q.qid + " of " + q.case + ": " + (q.cut ? "the top " + shown + " of its " + q.retrieved : "its " + shown) +
+        " ranked documents in the run's order, ties by document id descending (trec_eval's rule), each with its judged grade (unjudged: 0).";
+      if (q.appended) t += " " + q.appended + " relevant judged document" + (q.appended === 1 ? "" : "s") + " the list left out " + (q.appended === 1 ? "is" : "are") + " appended below it, marked: here " + (q.appended === 1 ? "it counts" : "they count") + " as ranked, so whole-list measures (RR, AP, nDCG) can differ from the run's.";
+      if (q.changed) t += " " + q.changed + " label" + (q.changed === 1 ? " is" : "s are") + " not an integer from 0: negative read as 0, fractional truncated.";
+      if (q.named_like_query) t += " A document named like the query is left out.";
+      return t;
+    }
 
     api.state = state;
     api.columns = columns;

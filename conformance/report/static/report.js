@@ -85,6 +85,17 @@
       c.hidden = !ok;
       if (ok) shown++;
     });
+    // a group shows how many of its cards pass, and hides when none does
+    Array.prototype.forEach.call(document.querySelectorAll("#cards details.cgroup"), function (g) {
+      var n = g.querySelectorAll(".card:not([hidden])").length;
+      g.querySelector(".gshown").textContent = n === +g.getAttribute("data-total") ? String(n) : n + " of " + g.getAttribute("data-total");
+      g.hidden = n === 0;
+      var part = document.querySelector('.mpart[data-group="' + g.id + '"]');
+      if (part) part.hidden = n === 0;
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("#cards details.mgroup"), function (m) {
+      m.hidden = !m.querySelector(".card:not([hidden])");
+    });
     document.getElementById("filter-count").textContent = shown + " of " + cards.length + " shown";
   }
 
@@ -210,6 +221,14 @@
     var dataEl = document.getElementById("report-data");
     if (!dataEl) return;
     data = JSON.parse(dataEl.textContent);
+    var pick = document.getElementById("values-case");
+    if (pick) {
+      pick.addEventListener("change", function () {
+        Array.prototype.forEach.call(document.querySelectorAll("#values .vtable"), function (t) {
+          t.hidden = t.getAttribute("data-index") !== pick.value;
+        });
+      });
+    }
     var sel = document.getElementById("agreement-metric");
     if (sel) {
       sel.addEventListener("change", function () { drawGrid(sel.value); });
@@ -223,6 +242,9 @@
       var det = card.querySelector("details.positions");
       if (!det) return;
       if (det.open) drawTables(card);
+      // drawn on the click itself: "toggle" is queued as a task after the click, so whoever
+      // looks right after clicking would find the box open and empty
+      det.querySelector("summary").addEventListener("click", function () { drawTables(card); });
       det.addEventListener("toggle", function () { if (det.open) drawTables(card); });
     });
     window.conformanceReport = { drawTables: drawTables, drawGrid: drawGrid };
