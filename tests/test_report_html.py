@@ -18,7 +18,7 @@ import pytest
 
 from conformance.cases import load_cases
 from conformance.cli import main
-from conformance.conventions import AXES, TREC_EVAL10, format_value
+from conformance.conventions import AXES, TREC_EVAL10, Conventions, format_value
 from conformance.data import Qrels, Run
 from conformance.libs import all_entries
 from conformance.measures import Measure, parse_measure
@@ -428,13 +428,20 @@ def test_every_axis_the_explorer_does_not_offer_is_idle_there_or_said_not_comput
     offered, idle = set(report_html.EXPLORER_AXES), set(report_html.EXPLORER_IDLE)
     assert not offered & idle
     for axis in set(AXES) - offered - idle:
-        value = {"depth": 3}.get(axis)
+        value = {"depth": 3, "mean": "geometric", "bpref_denominator": "r", "iprec_rank": "floor_plus_0.9",
+                 "err_max_grade": 5, "rbp_gain": "label", "weights_horizon": 10,
+                 "residual_tail": "always"}.get(axis)
         assert value is not None, f"{axis}: neither offered, idle nor tested as not computed"
-        conv = TREC_EVAL10.replace(**{axis: value})
+        conv = Conventions().replace(**{axis: value})
         assert report_html.explorer_not_here(conv) == [f"{axis}={value}"]
-    assert report_html.explorer_not_here(TREC_EVAL10) == []
+    # trec_eval 10's rbp_gain and iprec_rank are read by no family the explorer shows
+    assert all(report_html.explorer_not_here(TREC_EVAL10, f) == []
+               for _, f, _ in report_html.EXPLORER_MEASURES)
+    # an axis the measure's family does not read cannot change its value there
+    assert report_html.explorer_not_here(TREC_EVAL10.replace(rbp_gain="label"), "P") == []
+    assert report_html.explorer_not_here(TREC_EVAL10.replace(mean="geometric"), "P") == ["mean=geometric"]
     # idle axes off their default compute as usual (BEIR's identical_ids=drop, ranx's ties)
-    assert report_html.explorer_not_here(TREC_EVAL10.replace(identical_ids="drop", ties="average")) == []
+    assert report_html.explorer_not_here(Conventions().replace(identical_ids="drop", ties="average")) == []
 
 
 def test_picker_lists_a_query_as_the_explorer_holds_it():

@@ -596,14 +596,20 @@ EXPLORER_IDLE = {
     "nonpositive_scores": "the list's documents count as scored above 0",
     "duplicates": "each document is listed once",
     "identical_ids": "no document is named like the query",
+    "negative_ideal": "grades are 0..3: no ideal DCG below 0",
+    "unretrieved": "the list holds every judged document: none is left to append",
+    "batch": "one query: flattening the queries changes nothing",
 }
 
 
-def explorer_not_here(conv: Conventions) -> list[str]:
+def explorer_not_here(conv: Conventions, family: str | None = None) -> list[str]:
     """``axis=value`` for each axis of ``conv`` the explorer neither offers nor knows to be idle
-    (:data:`EXPLORER_IDLE`) that is off its default: the explorer cannot compute that value."""
+    (:data:`EXPLORER_IDLE`) that is off its default, among the axes ``family`` reads (every axis
+    when None): the explorer cannot compute that value. An axis the family does not read cannot
+    change it (trec_eval's rbp_gain and P@k)."""
+    read = AXES if family is None else FAMILIES[family].axes
     return [f"{a}={format_value(getattr(conv, a))}" for a in AXES
-            if a not in EXPLORER_AXES and a not in EXPLORER_IDLE
+            if a in read and a not in EXPLORER_AXES and a not in EXPLORER_IDLE
             and getattr(conv, a) != AXES[a].default]
 
 
@@ -633,7 +639,7 @@ def explorer_data(entries, colours=None, queries=None) -> dict[str, Any]:
                 continue
             conv = m.conventions(e.profile(m))
             measures[mid] = explorer_profile(conv)
-            missing = explorer_not_here(conv)
+            missing = explorer_not_here(conv, family)
             if missing:
                 measures[mid]["not_here"] = missing
         out.append({"entry": e.name, "library": e.library, "measures": measures})
