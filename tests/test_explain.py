@@ -185,6 +185,7 @@ def test_class_is_explained_from_a_faithful_member():
                                 "differing_axes": []}
 
 
+@pytest.mark.requires_library("ir_measures")
 def test_an_err_disagreement_with_ir_measures_is_explained_by_its_axis():
     """ir_measures' ERR@20 (gdeval, called live) against an ERR that normalises by the largest
     grade of these qrels, 3, instead of gdeval's fixed 4 (Chapelle et al.'s g_max): the two
@@ -192,7 +193,6 @@ def test_an_err_disagreement_with_ir_measures_is_explained_by_its_axis():
     profile also differs on decoys ERR does not read (the relevance threshold, the gain).
     By hand, query 1 (labels 3, 0, 1 ranked): gdeval (7/16)/1 + (1/16)/3 (9/16) = 0.449219,
     over grade 3 (7/8)/1 + (1/8)/3 (1/8) = 0.880208."""
-    pytest.importorskip("ir_measures")
     from conformance.data import Qrels, Run
     from conformance.libs.ir_measures import IrMeasuresEntry
     from conformance.measures import parse_measure

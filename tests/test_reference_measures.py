@@ -87,6 +87,14 @@ MAIN_EXPECTED = [
     (M("GranularRR"), (1 / 1 + 1 / 3 + 1 / 5) / 3, (1 / 3) / 1),
     (M("GranularRR", 3), (1 / 1 + 1 / 3) / 2, (1 / 3) / 1),
     (M("GranularRR", 2), (1 / 1) / 1, 0.0),  # nothing relevant in q2's top 2: 0
+    # Rcap@k = relevant in the top k / min(k, R): q1 R = 4 (d1 d3 d5 d6), top 3 d1 d2 d3 holds
+    # 2; q2 R = 1 (e3), top 3 holds it; at k = 1: d1 relevant, e1 not
+    (M("Rcap", 3), 2 / min(3, 4), 1 / min(3, 1)),
+    (M("Rcap", 1), 1 / min(1, 4), 0 / min(1, 1)),
+    # Hole@k = documents of the top k that no qrels row names / k: q1's top 5 holds d4; every
+    # document of q2's list is judged (its k = 5 divides by k, as BEIR does)
+    (M("Hole", 5), 1 / 5, 0 / 5),
+    (M("Hole", 3), 0 / 3, 0 / 3),
     (M("AP"), (1 / 1 + 2 / 3 + 3 / 5) / 4, (1 / 3) / 1),
     (M("AP", 3), (1 / 1 + 2 / 3) / 4, (1 / 3) / 1),
     (M("AP", 2), (1 / 1) / 4, 0.0),
@@ -514,3 +522,16 @@ def test_no_scored_query_gives_empty_per_query_arrays(family):
         assert agg == 0.0
     else:
         assert math.isnan(agg)
+
+
+def test_hole_reads_the_judgments_of_every_query():
+    """Hole counts a document as annotated when any qrels row names it, whatever its query or
+    label (BEIR's ``annotated_corpus``): q2's top document d1 is judged only for q1, so q2's
+    Hole@1 is 0 together with q1 and 1 alone."""
+    qrels = [("q1", "d1", 0), ("q2", "e1", 1)]
+    run = [("q1", "d1", 1.0), ("q2", "d1", 1.0)]
+    m = M("Hole", 1)
+    both = evaluate(Qrels.from_records(qrels), Run.from_records(run), [m], Conventions())
+    alone = evaluate(Qrels.from_records(qrels[1:]), Run.from_records(run[1:]), [m], Conventions())
+    assert both.per_query[m].tolist() == [0.0, 0.0]
+    assert alone.per_query[m].tolist() == [1.0]

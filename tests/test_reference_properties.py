@@ -563,6 +563,11 @@ def test_all_queries_at_once_equal_each_query_alone(case, conv):
     together = evaluate_each(*inputs(case), ms, conv)
     alones = [evaluate_each(*inputs([q]), ms, conv) for q in case]
     for m in ms:
+        if m.family == "Hole":
+            # a document judged for any query is annotated for every query (BEIR's and MTEB's
+            # definition): a query's Hole reads the other queries' judgments, by design
+            # (test_hole_reads_the_judgments_of_every_query)
+            continue
         if together[m] is None:  # refused: so is some query alone
             assert any(a[m] is None for a in alones), m.text
             continue

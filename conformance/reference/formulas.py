@@ -1031,6 +1031,7 @@ _CWL = {
     "BPM": (_cwl_c_bpm, True, True),
 }
 _CWL_BLOCK = 1 << 22  # cells of one (queries x ranks) block
+_CWL_MAX_RANKS = 1_000_000  # the largest k of a top-k C/W/L measure walked past the lists
 
 
 def _cwl_weights(c: np.ndarray) -> np.ndarray:
@@ -1065,8 +1066,14 @@ def cwl(ctx: Context, m: Measure) -> Result:
             raise EvaluationError(
                 f"{m.text}: {m.family} weighs every rank of an endless list, which has no closed "
                 "form here; set weights_horizon=N (cwl_eval reads 1000 ranks)")
+        # the weights are normalised over all k ranks, those past the list (gain 0) too: a
+        # query's value depends on k, never on the other queries' list lengths
         N = int(clamp_cutoff(m.cutoff))
-        N = min(N, int(ctx.ranked.n.max(initial=0)) + 1)  # ranks past every list add nothing
+        if N > _CWL_MAX_RANKS and N > int(ctx.ranked.n.max(initial=0)):
+            raise EvaluationError(
+                f"{m.text}: the C/W/L weights are normalised over every one of the k ranks, past "
+                f"the end of the list too; k above {_CWL_MAX_RANKS:,} ranks is not computed here "
+                "(cwl_eval walks them one by one)")
     if f.ends == "none" or ctx.tie_rule == "average":
         if f.ends == "none" or reads_gains:
             ctx.refuse_tied(lambda g: g.label, None if not top_only else m.cutoff, m.text)
