@@ -90,6 +90,29 @@ def computes(name: str, measure: Measure | str) -> bool:
     return e.supports(m) or e.supports(Measure(m.family, m.cutoff, (), m.alpha, params=m.params))
 
 
+def computed(name: str) -> list[Measure]:
+    """One measure per family that profile ``name``'s library computes, in the families' order:
+    at k=10 where the family takes a cutoff and the library computes it there (else the whole
+    list, else the first of a few common cutoffs: XGBoost's plain ``ndcg`` is nDCG@32 alone),
+    with each parameter
+    that has no default at its example value (``RBP(p=0.5)``). A command-line profile describes
+    every family."""
+    from conformance.measures import FAMILIES
+
+    out = []
+    for fam, rec in FAMILIES.items():
+        needed = {p.name: p.parse(p.example, fam) for p in rec.parameters if p.default is None}
+        alpha = needed.pop("alpha", None)  # T's alpha is the Measure's own field
+        for k in ((10, None, 1, 5, 20, 32, 100, 1000) if rec.takes_cutoff else (None,)):
+            if rec.needs_cutoff and k is None:
+                continue
+            m = Measure(fam, k, (), alpha, params=tuple(needed.items()))
+            if computes(name, m):
+                out.append(m)
+                break
+    return out
+
+
 def profile(name: str, measure: Measure | str) -> Conventions:
     """The conventions profile ``name`` computes ``measure`` under (before the axes the
     measure's own name fixes, which ``Measure.conventions`` applies).

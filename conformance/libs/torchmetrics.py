@@ -178,8 +178,13 @@ class TorchmetricsEntry(Entry):
 
     def _base_profile(self, family: str) -> Conventions:
         conv = {"nDCG": NDCG_PROFILE, "AUROC": AUROC_PROFILE}.get(family, PROFILE)
+        # base.py RetrievalMetric.compute, by empty_target_action: 'neg' appends tensor(0.0)
+        # (zero), 'pos' tensor(1.0) (one), 'skip' nothing (skip), 'error' raises (raise)
         conv = conv.replace(empty_query=EMPTY_QUERY[self.action])
         if family in MASKING_FAMILIES:
+            # average_precision.py, reciprocal_rank.py, precision.py, recall.py:
+            # torch.where(preds > 0, target, 0) before ranking (live: a relevant document scored
+            # 0 counts as not relevant)
             conv = conv.replace(nonpositive_scores="not_relevant")
         if self.adaptive_k:
             conv = conv.replace(k_beyond_list="min_k_n")  # precision.py: adaptive_k and top_k > n

@@ -127,15 +127,20 @@ from conformance.measures import Measure
 # The binding is trec_eval 9's C code, so its profile is the trec_eval command line's
 # (conventions.TREC_EVAL: every value there is seen in this code, and confirmed live by the tests)
 # except where the binding differs: labels arrive as Python objects, not text read with atol.
-# What the other axes rest on: gain = the label (m_ndcg.c, no gain parameters given); discount
-# gain / log2(rank + 1) (m_ndcg.c); ideal of every qrels document with a positive label,
-# retrieved or not (live: 0.4200); P divides by k even when fewer were retrieved (m_P.c); map and
-# map_cut divide by num_rel; every measure is 0 when num_rel = 0, and the query is averaged in;
-# ties by score desc, then strcmp(docno) desc (form_res_rels.c comp_sim_docno); relevance_level
-# 1, leaving ndcg / ndcg_cut alone (live); a label < 0 is "in pool, not judged" (live); only
-# queries in both run and qrels come back (live); no -M; scores stored as C float (live: 1 and
-# 1+1e-9 tie); recip_rank.k accepted and ignored (m_recip_rank.c; live: recip_rank.1 gives 0.5);
-# pytrec_eval.parse_run: `assert object_id not in run[query_id]` for a repeated docid.
+# What the other axes rest on, value by value:
+# gain=linear (the default): m_ndcg.c, no gain parameters given: the gain is the label
+# discount=log2 (the default): m_ndcg.c: gain / log2(rank + 1)
+# ideal=judged (the default): every qrels document with a positive label, retrieved or not (live: 0.4200)
+# k_beyond_list=k (the default): m_P.c: P divides by k even when fewer were retrieved
+# ap_denominator=relevant (the default): m_map.c, m_map_cut.c: divide by num_rel
+# empty_query=zero (the default): every measure is 0 when num_rel = 0, and the query is averaged in
+# ties=docid_desc (the default): form_res_rels.c comp_sim_docno: score desc, then strcmp(docno) desc
+# relevance_threshold=1 (the default): relevance_level 1, leaving ndcg / ndcg_cut alone (live)
+# negative_labels=unjudged (the default): a label < 0 is "in pool, not judged" (live)
+# query_set=run (the default): only queries in both run and qrels come back (live); no -M
+# rr_cutoff=ignore: m_recip_rank.c: recip_rank.k accepted and ignored (live: recip_rank.1 gives 0.5)
+# score_precision=float32: scores stored as C float (live: 1 and 1+1e-9 tie)
+# duplicates=error (the default): pytrec_eval.parse_run: `assert object_id not in run[query_id]`
 PROFILE = TREC_EVAL.replace(
     label_type="raise",  # pytrec_eval.cpp: TypeError "Expected relevance to be integer." (live)
 )
