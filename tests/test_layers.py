@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("io", ("conformance.io", "conformance.data", "conformance.cases", "conformance.arrow_compute")),
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),
-    ("engines", ("conformance.profiles", "conformance.explain", "conformance.paper",
+    ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",
                  "conformance.runner", "conformance.rag", "conformance.pipeline", "conformance.statement",
                  "conformance.api")),
     ("report", ("conformance.report", "conformance.summary")),
