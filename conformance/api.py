@@ -181,7 +181,8 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
             timeout: float | None = None, name: str = "input", cases: Any = None,
             columns: Mapping[str, str] | None = None, limits: Any = None,
             progress: Callable[[str], None] | None = None,
-            on_ready: Callable[[list, dict], None] | None = None):
+            on_ready: Callable[[list, dict], None] | None = None,
+            profile: str | None = None, overrides: Mapping[str, Any] | None = None):
     """Every library entry in ``libs`` beside the reference on ``run``, every disagreement
     explained: a :class:`~conformance.runner.RunResult` (values per entry, comparisons with
     their explanations, ``summary``), what ``conformance run --qrels --run``
@@ -195,6 +196,13 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
     disagrees is explained directly. ``on_ready(subjects, status)`` is called once the inputs are read and
     every library asked whether it can be used, before any is run; ``progress(case name)``
     after each case.
+
+    ``profile`` and ``overrides`` (``conformance run --profile / --set``): the user's own
+    conventions, as :func:`evaluate` takes them. The run is read under their ``duplicates``
+    rule (``duplicates="first"`` reads a run that lists a docid twice, keeping its first
+    listing, and every library is given that), the reference's value under them is shown
+    beside the entries' (``result.table()[i]["reference"]``), and the classes are labelled
+    against the class of the entry ``profile`` names. Without either, trec_eval's.
     """
     from conformance import pipeline
     from conformance.profiles import named_entries
@@ -203,21 +211,43 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
     chosen = isolate(select_entries(libs), DEFAULT_TIMEOUT if timeout is None else timeout)
     if (qrels is None) != (run is None):
         raise ConformanceError("qrels and run go together (--qrels and --run)")
+    own = profile is not None or bool(overrides)
+    mine = profile or "trec_eval"
     if qrels is not None:
         if cases is not None:
             raise ConformanceError("give either cases or qrels and run (--cases or --qrels/--run), not both")
-        inputs = pipeline.read(qrels, run, "error", columns=columns, limits=limits)
-        subjects = [Subject(name, inputs.qrels, inputs.run, _measures(measures or DEFAULT_COMPARE))]
+        wanted = _measures(measures or DEFAULT_COMPARE)
+        rule = pipeline.one_duplicates_rule(pipeline.conventions_for(mine, wanted, overrides))
+        inputs = pipeline.read(qrels, run, rule, columns=columns, limits=limits)
+        subjects = [Subject(name, inputs.qrels, inputs.run, wanted)]
     else:
         from conformance.io.cases import load_cases
 
         wanted = _measures(measures) if measures else None
         subjects = [Subject(c.name, c.qrels, c.run, wanted or c.measures, c.description)
                     for c in load_cases(cases)]
+        if own:
+            pipeline.conventions_for(mine, [m for s in subjects for m in s.measures], overrides)
     status = statuses(chosen)  # every worker imports its library, at the same time
     if on_ready is not None:
         on_ready(subjects, status)
-    return run_entries(chosen, subjects, tolerance, progress, named=named_entries(libs))
+    result = run_entries(chosen, subjects, tolerance, progress, named=named_entries(libs))
+    if own:
+        result.anchor = mine
+        shown_set = {a: str(v) for a, v in (overrides or {}).items()}
+        for s in subjects:
+            for m in s.measures:
+                ref = {"profile": mine, "set": shown_set, "mean": None, "high": None,
+                       "per_query": {}, "error": None}
+                try:
+                    ours = pipeline.evaluate(s.qrels, s.run, [m], mine, overrides)
+                except ConformanceError as exc:  # a convention that refuses this input (raise)
+                    ref["error"] = str(exc)
+                else:
+                    ref["mean"], ref["high"] = ours.mean(m)
+                    ref["per_query"] = {q: v[0] for q, v in ours.per_query(m).items()}
+                result.reference[(s.name, m.text)] = ref
+    return result
 
 
 def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,

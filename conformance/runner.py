@@ -73,6 +73,12 @@ class RunResult:
     subjects: list[Subject] = field(default_factory=list)
     # What importing each entry's library gave (why an unavailable one is). Not in to_json().
     status: dict[str, ImportStatus] = field(default_factory=dict)
+    # The entry whose agreement class the others are labelled against (the profile the user
+    # named, when it is an entry of the run; else trec_eval). Not in to_json().
+    anchor: str = "trec_eval"
+    # The reference under the user's own conventions (``run --profile/--set``), per (case,
+    # measure text): {"profile", "set", "mean", "high", "per_query"}. Not in to_json().
+    reference: dict[tuple[str, str], dict] = field(default_factory=dict)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -96,16 +102,24 @@ class RunResult:
         of ``{"entries": [...], "apart": {axis: value}, "base": bool, "explained": bool}``.
         Each entry is ``{"entry", "mean", "queries", "error"}``: its mean (None when it
         failed), the number of queries it gave a value for, and its error text (None when
-        it has none). The base class is the one holding trec_eval (the first class when
-        trec_eval is not among them); ``apart`` gives, for every other class, the axes that
+        it has none). The base class is the one holding ``anchor`` (trec_eval unless the user
+        named a profile; then trec_eval's class, then the first class, when the anchor is not
+        among them); ``apart`` gives, for every other class, the axes that
         explain its difference from the base class, with this class's value of each (empty
         and ``explained`` False when no set of conventions explains it). Entries whose library
         failed as documented (``Entry.known_failure``) form a last class of their own, with
         ``known`` True.
+
+        With the user's own conventions (``reference``), each record also has ``reference``:
+        ``{"profile", "set", "mean", "high", "queries", "error", "class"}``, ``class`` the index
+        of the class whose representative it agrees with query by query (None: none), ``error``
+        why the conventions refuse this input (``single_document=raise``), else None.
         """
         rows = []
         for c in self.comparisons:
-            base = next((cls for cls in c.classes if "trec_eval" in cls), c.classes[0] if c.classes else [])
+            base = next((cls for cls in c.classes if self.anchor in cls),
+                        next((cls for cls in c.classes if "trec_eval" in cls),
+                             c.classes[0] if c.classes else []))
 
             def entry(name: str) -> dict:
                 return {"entry": name, "mean": c.values.get(name),
@@ -129,7 +143,16 @@ class RunResult:
             if c.known_failures:
                 classes.append({"entries": [entry(n) for n in c.known_failures], "apart": {},
                                 "base": False, "explained": True, "known": True})
-            rows.append({"case": c.case, "metric": c.metric, "classes": classes})
+            row = {"case": c.case, "metric": c.metric, "classes": classes}
+            ours = self.reference.get((c.case, c.metric))
+            if ours is not None:
+                row["reference"] = {
+                    **{k: ours[k] for k in ("profile", "set", "mean", "high", "error")},
+                    "queries": len(ours["per_query"]),
+                    "class": None if ours["error"] is not None else next(
+                        (i for i, cls in enumerate(c.classes)
+                         if _agrees(ours["per_query"], c.per_query.get(cls[0]), c.tolerance)), None)}
+            rows.append(row)
         return rows
 
     def to_json(self) -> dict:
@@ -145,6 +168,21 @@ class RunResult:
     def dumps(self) -> str:
         """Stable JSON: sorted keys, no timestamps; the same input gives the same bytes."""
         return json.dumps(self.to_json(), sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def _agrees(ours: dict[str, float], theirs: dict[str, float] | None, tolerance: float) -> bool:
+    """Whether two per-query value maps hold the same queries and values within ``tolerance``
+    (NaN agreeing with NaN only)."""
+    if theirs is None or ours.keys() != theirs.keys():
+        return False
+    for q, v in ours.items():
+        w = theirs[q]
+        if v != v or w != w:
+            if not (v != v and w != w):
+                return False
+        elif abs(v - w) > tolerance:
+            return False
+    return True
 
 
 def _evaluate_group(entries: list[Entry], subject: Subject,

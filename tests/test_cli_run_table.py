@@ -1,6 +1,7 @@
 """``conformance run``'s value tables (issue 16.1): every entry's value per measure, grouped in
 agreement classes labelled by what sets each apart from trec_eval's class; agreeing entries
-shown; ``--quiet`` and ``--format json``.
+shown; ``--quiet`` and ``--format json``; ``--profile`` / ``--set``: the reference under the
+user's own conventions beside the entries, and the run read under their duplicates rule.
 
 Live libraries (trec_eval through pytrec_eval, LightGBM, XGBoost) on the bundled example.
 """
@@ -132,3 +133,57 @@ def test_each_pair_of_entries_named_is_explained_directly():
     assert ["lightgbm", "xgboost", "xgboost:ndcg-"] in classes
     assert frozenset(("xgboost", "trec_eval")) in pairs  # the entry named xgboost
     assert frozenset(("xgboost:ndcg-", "trec_eval")) not in pairs
+
+
+# --- your own conventions: run --profile / --set (issue 16.4) --------------------------------
+
+def _lightgbm_ndcg10() -> float:
+    """nDCG@10 by LightGBM itself: LGBMRanker's ndcg@10 eval on the same files (exponential
+    gain), as the reference's row under --profile lightgbm must give."""
+    from conformance.io import load_qrels, load_run
+    from conformance.libs import entry
+    from conformance.measures import parse_measure
+
+    m = parse_measure("nDCG@10")
+    return entry("lightgbm").evaluate(load_qrels(QRELS), load_run(RUN), [m])[m].mean
+
+
+def test_profile_shows_the_reference_under_it_and_labels_classes_against_its_entry():
+    doc = json.loads(_run("--profile", "lightgbm", "--format", "json", "--quiet"))
+    row = doc["table"][0]
+    ref = row["reference"]
+    assert ref["profile"] == "lightgbm" and ref["set"] == {} and ref["error"] is None
+    assert ref["mean"] == pytest.approx(_lightgbm_ndcg10(), abs=1e-12)
+    base = next(c for c in row["classes"] if c["base"])
+    assert "lightgbm" in [e["entry"] for e in base["entries"]]
+    assert ref["class"] == row["classes"].index(base)
+    # trec_eval's class is now the one set apart, by the gain lightgbm does not use
+    te = next(c for c in row["classes"] if "trec_eval" in [e["entry"] for e in c["entries"]])
+    assert te["apart"].get("gain") == "linear"
+    text = _run("--profile", "lightgbm", "--quiet")
+    assert "reference under lightgbm: " in text and "as [lightgbm's class]" in text
+    assert text.index("[lightgbm's class]") < text.index("[apart by")
+
+
+def test_set_duplicates_first_reads_a_run_listing_a_docid_twice(tmp_path):
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\n")
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 d1 1 3.0 r\nq1 Q0 d2 2 2.0 r\nq1 Q0 d1 3 1.0 r\nq1 Q0 d3 4 0.5 r\n")
+    args = ["run", "--libs", "trec_eval", "--qrels", str(qrels), "--run", str(run), "-m", "AP"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "listed twice" in refused.stderr
+    read = CliRunner().invoke(main, args + ["--set", "duplicates=first", "--format", "json"])
+    assert read.exit_code == 0, read.stderr
+    row = json.loads(read.stdout)["table"][0]
+    # by hand, d1 (rel) at 1, d2 at 2, d3 (rel) at 3: AP = (1/1 + 2/3) / 2
+    assert row["reference"]["mean"] == pytest.approx(5 / 6, abs=1e-12)
+    values = {e["entry"]: e["mean"] for c in row["classes"] for e in c["entries"]}
+    assert values["trec_eval"] == pytest.approx(5 / 6, abs=1e-12)  # given the first listing
+
+
+def test_profile_and_set_errors_name_the_option():
+    bad = CliRunner().invoke(main, ["run", "--libs", "trec_eval", "--profile", "nope"])
+    assert bad.exit_code == 2 and "--profile: unknown profile 'nope'" in bad.stderr
+    bad = CliRunner().invoke(main, ["run", "--libs", "trec_eval", "--set", "gain=bogus"])
+    assert bad.exit_code == 2 and "--set gain=bogus" in bad.stderr

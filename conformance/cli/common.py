@@ -271,14 +271,29 @@ def reading(columns: str | None, max_input_bytes: str | None, max_line_bytes: st
             "limits": Limits.from_env(max_input_bytes=max_input_bytes, max_line_bytes=max_line_bytes)}
 
 
-def profile_help() -> str:
+def profile_help(what: str = "The named conventions to evaluate under") -> str:
     """--profile's help: what a name may be (the list is long and changes as libraries are
     added, so it is given by ``conformance libs``)."""
-    return ("The named conventions to evaluate under: any library entry's name (trec_eval, "
+    return (f"{what}: any library entry's name (trec_eval, "
             "sklearn, lightgbm, ir_measures, ranx, torchmetrics, xgboost, ... and configurations "
             "such as lightgbm:linear_gain) or trec_eval10 (the trec_eval 10 command line: scores "
             "kept as doubles, fractional labels truncated); 'conformance libs' lists them, "
             "'conformance libs --profile NAME' shows one with the facts behind each value.")
+
+
+def set_option(help_text: str):
+    return click.option("--set", "settings", multiple=True, metavar="AXIS=VALUE", help=help_text)
+
+
+def overrides_of(settings) -> dict:
+    """The axes ``--set`` overrides, parsed one at a time so an error names the one at fault."""
+    from conformance import pipeline
+
+    overrides: dict = {}
+    for setting in settings:
+        with about("--set", setting):
+            overrides.update(pipeline.overrides_from_settings([setting]))
+    return overrides
 
 
 def select_entries(libs: str):

@@ -55,7 +55,8 @@ from typing import Any
 import click
 
 from conformance.cli.common import (DEFAULT_METRICS, State, about, describe, fail, input_options, input_warnings,
-                                    profile_help, reading, reports_errors, shown, warn)
+                                    overrides_of, profile_help, reading, reports_errors,
+                                    set_option, shown, warn)
 from conformance.conventions import AXES, format_value
 from conformance.measures import parse_measures
 
@@ -78,10 +79,7 @@ from conformance.measures import parse_measures
 )
 @click.option("--profile", "profile_name", default="trec_eval", show_default=True, metavar="NAME",
               help=profile_help())
-@click.option(
-    "--set", "settings", multiple=True, metavar="AXIS=VALUE",
-    help="Override one axis of the profile, e.g. --set gain=exponential; repeatable.",
-)
+@set_option("Override one axis of the profile, e.g. --set gain=exponential; repeatable.")
 @click.option("--per-query", "-q", is_flag=True, help="Also give each query's value.")
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
@@ -109,10 +107,7 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
         measures = parse_measures(list(metrics) if metrics else DEFAULT_METRICS)
     from conformance import api
 
-    overrides: dict = {}
-    for setting in settings:  # one at a time, so the error names the one at fault
-        with about("--set", setting):
-            overrides.update(pipeline.overrides_from_settings([setting]))
+    overrides = overrides_of(settings)
     with about("--profile"):
         base = api.profile(profile_name, measures[0])
     base = base.replace(**overrides)

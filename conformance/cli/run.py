@@ -22,9 +22,10 @@ import os
 
 import click
 
-from conformance.cli.common import (Tolerance, check_outputs, describe, input_options, input_warnings,
-                                    lib_timeout_option, libs_option, reading, reports_errors,
-                                    plural, select_entries, shown, warn, with_progress)
+from conformance.cli.common import (Tolerance, about, check_outputs, describe, input_options,
+                                    input_warnings, lib_timeout_option, libs_option, overrides_of,
+                                    plural, profile_help, reading, reports_errors, select_entries,
+                                    set_option, shown, warn, with_progress)
 from conformance.errors import ConformanceError
 from conformance.measures import parse_measures
 
@@ -49,10 +50,17 @@ from conformance.measures import parse_measures
 @lib_timeout_option("Stop a library that has not answered one case after this many seconds (> 0), "
                     "and record that as its error for the case; 'none': no limit.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no warnings about the input.")
+@click.option("--profile", "profile_name", default=None, metavar="NAME",
+              help=profile_help("Your own conventions, shown beside the entries as the "
+                                "reference's value under them, with the classes labelled "
+                                "against that entry's class (default: trec_eval's, not shown)"))
+@set_option("Override one axis of your conventions (of --profile, else trec_eval's), e.g. "
+            "--set duplicates=first to read a run that lists a docid twice (every library is "
+            "then given its first listing); repeatable.")
 @input_options
 @reports_errors
 def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, fmt, tol,
-            lib_timeout, quiet, columns, max_input_bytes, max_line_bytes):
+            lib_timeout, quiet, profile_name, settings, columns, max_input_bytes, max_line_bytes):
     """Run library entries beside the reference over the edge-case corpus (or your files) and
     explain every disagreement by the conventions that cause it.
 
@@ -66,6 +74,10 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
 
     select_entries(libs)  # an unknown name is refused before any file is read
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
+    overrides = overrides_of(settings)
+    if profile_name is not None:
+        with about("--profile"):
+            api.profile(profile_name, metrics[0] if metrics else "nDCG@10")
     if (qrels_path is None) != (run_path is None):
         raise ConformanceError("--qrels and --run go together")
     if qrels_path is not None and cases_dir is not None:
@@ -95,7 +107,8 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
         lambda progress: api.compare(qrels_path, run_path, metrics, libs, tolerance=tol,
                                      timeout=lib_timeout, cases=cases_dir,
                                      name=shown(os.path.basename(run_path)) if run_path else "input",
-                                     progress=progress, on_ready=ready, **how),
+                                     progress=progress, on_ready=ready, profile=profile_name,
+                                     overrides=overrides or None, **how),
         quiet, "cases", total=total if total is not None else 1)
     # the files first, whole or not at all: a reader of stdout that goes away (| head) or a
     # stop signal during the summary cannot cost them
@@ -108,7 +121,7 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
     if fmt == "json":
         click.echo(_json_with_table(result))
     else:
-        click.echo(render_tables(result.table()))
+        click.echo(render_tables(result.table(), result.anchor))
         text = summary.render(result)
         # --quiet: the tables, the entries (with why any is unavailable) and the closing counts
         entries_block = text.split("\n\n", 1)[0]
@@ -138,26 +151,48 @@ def _value(e: dict) -> str:
     return f"{text}  ({plural(e['queries'], 'query', 'queries')})"
 
 
-def _class_label(cls: dict) -> str:
+def _class_label(cls: dict, anchor: str = "trec_eval") -> str:
     if cls["known"]:
         return "failed as the library documents"
     if cls["base"]:
-        return "trec_eval's class" if any(e["entry"] == "trec_eval" for e in cls["entries"]) else "first class"
+        for name in (anchor, "trec_eval"):
+            if any(e["entry"] == name for e in cls["entries"]):
+                return f"{name}'s class"
+        return "first class"
     if not cls["explained"]:
         return "apart, by no convention found (unexplained)"
     return "apart by " + ", ".join(f"{a}={v}" for a, v in cls["apart"].items())
 
 
-def render_tables(table: list[dict]) -> str:
+def _reference_line(ref: dict, row: dict, anchor: str) -> str:
+    """The reference under the user's conventions, and the class it agrees with."""
+    own = ", ".join(f"{a}={v}" for a, v in ref["set"].items())
+    under = ref["profile"] + (f" with {own}" if own else "")
+    if ref["error"] is not None:
+        return f"  reference under {under}: error: {' '.join(ref['error'].split())}"
+    lo, hi = ref["mean"], ref["high"]
+    value = "nan" if lo != lo else (f"{lo:.4f}" if lo == hi else f"{lo:.4f} to {hi:.4f}")
+    where = ("in no class: no entry computes this under these conventions" if ref["class"] is None
+             else f"as [{_class_label(row['classes'][ref['class']], anchor)}]")
+    return (f"  reference under {under}: {value}  ({plural(ref['queries'], 'query', 'queries')}), "
+            f"{where}")
+
+
+def render_tables(table: list[dict], anchor: str = "trec_eval") -> str:
     """One table per case x measure: each agreement class under its label (what sets it apart
-    from trec_eval's class), each entry with its mean and the queries it scored, or its error."""
+    from the anchor's class: trec_eval's unless --profile names another entry), each entry with
+    its mean and the queries it scored, or its error; first, with --profile or --set, the
+    reference's value under those conventions."""
     lines: list[str] = []
     width = max((len(e["entry"]) for row in table for cls in row["classes"] for e in cls["entries"]),
                 default=0) + 2
     for row in table:
         lines.append(f"{row['metric']} on {row['case']}")
-        for cls in row["classes"]:
-            lines.append(f"  [{_class_label(cls)}]")
+        if "reference" in row:
+            lines.append(_reference_line(row["reference"], row, anchor))
+        # the base class first: the others are labelled by what sets them apart from it
+        for cls in sorted(row["classes"], key=lambda cls: not cls["base"]):
+            lines.append(f"  [{_class_label(cls, anchor)}]")
             for e in cls["entries"]:
                 lines.append(f"    {e['entry']:<{width}}{_value(e)}")
         lines.append("")
