@@ -64,6 +64,22 @@ def test_published_exponential_through_gdeval():
     assert lv.per_query == {"301": round(exact, 5)}
 
 
+def test_gdeval_rounding_half_a_unit_is_within_the_tolerance():
+    """A value exactly halfway between two printed ones: ERR@20 with the only relevant document
+    (label 4, gdeval's largest grade) at rank 4 is (1/4) * (2^4 - 1) / 2^4 = 0.234375, printed
+    0.23438. The distance, half a unit of the fifth decimal, is a hair above 5e-6 in binary,
+    so the tolerance is half a unit plus the float64 one (found by the long fuzz)."""
+    qrels = [("9", "d3", 4), ("9", "d16", -1)]
+    run = [("9", "d13", 1.0), ("9", "d16", 0.8), ("9", "d6", 0.7165), ("9", "d3", 0.0)]
+    lv = run_entry("ERR@20", qrels, run)
+    assert lv.provider == "gdeval" and lv.per_query == {"9": 0.23438}
+    exact = 0.25 * 15 / 16
+    tol = entry("ir_measures").tolerance_for(parse_measure("ERR@20"))
+    assert abs(lv.per_query["9"] - exact) > 5e-6  # binary: the halfway case lies just past 5e-6
+    assert abs(lv.per_query["9"] - exact) <= tol
+    assert abs(0.23439 - exact) > tol  # a value one unit further off is still a disagreement
+
+
 def test_ties_at_the_top_depend_on_the_provider():
     qrels, run = [("q", "a", 0), ("q", "b", 1)], [("q", "a", 1.0), ("q", "b", 1.0)]
     # pytrec_eval: docno descending puts b first

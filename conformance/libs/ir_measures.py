@@ -275,9 +275,11 @@ class IrMeasuresEntry(Entry):
     description = "ir_measures.iter_calc with the default provider pipeline"
 
     def tolerance_for(self, measure: Measure) -> float:
-        """Half a unit of the last digit a provider prints (gdeval: %.5f), else 1e-12."""
+        """Half a unit of the last digit a provider prints (gdeval: %.5f) plus the float64
+        tolerance, else 1e-12. The float64 part is not slack: a value exactly halfway
+        (0.234375, printed 0.23438) lies half a unit away in decimal, a hair more in binary."""
         decimals = PRINTED_DECIMALS.get(self._provider(measure) or "")
-        return 0.5 * 10.0 ** -decimals if decimals is not None else self.tolerance
+        return 0.5 * 10.0 ** -decimals + self.tolerance if decimals is not None else self.tolerance
 
     def _provider(self, measure: Measure) -> str | None:
         if self.available():
