@@ -255,7 +255,9 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
                 percent: bool = True, per_query_file: Any = None,
                 columns: Mapping[str, str] | None = None, limits: Any = None,
                 progress: Callable[[str, int, int], None] | None = None,
-                on_ready: Callable[[Any, Any], None] | None = None):
+                on_ready: Callable[[Any, Any], None] | None = None,
+                profile: str | None = None, overrides: Mapping[str, Any] | None = None,
+                timeout: float | None = None):
     """Which convention sets and library entries reproduce the values a paper reported for
     ``run``: a :class:`~conformance.paper.PaperResult` (``verdict``, ``consistent_conventions``,
     the entries' values and gaps, the nearest miss), what ``conformance
@@ -267,18 +269,55 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
     ``per_query_file``: a trec_eval ``-q`` output
     (``measure qid value``) matched query by query. ``on_ready(qrels, run, per_query_file)`` is
     called once the inputs are read.
+
+    Every entry is judged by its declared profile; ``live`` then runs, all at once, the
+    libraries the verdict rests on: the entries whose profile reproduces the values, trec_eval
+    and the entries ``libs`` names by their own name (``timeout``: seconds per library).
+    ``profile`` / ``overrides`` (``--profile`` / ``--set``): the user's own conventions; the run
+    is read under their ``duplicates`` rule and the reference's value under them is judged
+    beside the entries (``result.own``).
     """
     from conformance import pipeline
     from conformance.paper import check_paper as _check
     from conformance.paper import parse_reported, read_reported_per_query
+    from conformance.profiles import named_entries
 
     texts = [reported] if isinstance(reported, str) else list(reported)
     values = [parse_reported(t, digits=digits, percent=percent) for t in texts]
     chosen: list[Entry] = select_entries(libs)
     per_query = None if per_query_file is None else read_reported_per_query(
         per_query_file, digits=digits, percent=percent)
-    inputs = pipeline.read(qrels, run, "error", columns=columns, limits=limits)
+    own = profile is not None or bool(overrides)
+    mine = profile or "trec_eval"
+    asked = list(dict.fromkeys([r.measure for r in values]
+                               + ([r.measure for r in per_query.values] if per_query else [])))
+    convs = pipeline.conventions_for(mine, asked, overrides)
+    inputs = pipeline.read(qrels, run, pipeline.one_duplicates_rule(convs), columns=columns,
+                           limits=limits)
     if on_ready is not None:
         on_ready(inputs.qrels, inputs.run, per_query)
-    return _check(inputs.qrels, inputs.run, values, entries=chosen, live=live, per_query_file=per_query,
-                  progress=progress, prep=inputs.prep)
+    result = _check(inputs.qrels, inputs.run, values, entries=chosen, live=live,
+                    per_query_file=per_query, progress=progress, prep=inputs.prep,
+                    confirm=["trec_eval", *named_entries(libs)], timeout=timeout)
+    if own:
+        result.own = _own_conventions(inputs, result, mine, overrides, convs)
+    return result
+
+
+def _own_conventions(inputs, result, profile: str, overrides, convs) -> dict:
+    """The reference under the user's conventions, judged against each reported aggregate."""
+    from conformance import pipeline
+
+    metrics = {}
+    for m in dict.fromkeys(r.measure for r in result.aggregates):
+        rs = [r for r in result.aggregates if r.measure == m]
+        try:
+            ev = pipeline.evaluate_inputs(inputs, [m], {m: convs[m]})
+        except ConformanceError as exc:
+            metrics[m.text] = {"low": None, "high": None, "error": str(exc), "reproduces": False}
+            continue
+        lo, hi = ev.mean(m)
+        metrics[m.text] = {"low": lo, "high": hi, "error": None,
+                           "reproduces": all(r.meets(lo, hi) for r in rs)}
+    return {"profile": profile, "set": {a: str(v) for a, v in (overrides or {}).items()},
+            "metrics": metrics}

@@ -231,6 +231,31 @@ def statuses(entries: list[Entry]) -> dict[str, ImportStatus]:
             for e, status in zip(group, answers[key])}
 
 
+def evaluate_at_once(entries: list[Entry], subject: Subject,
+                     timeout: float | None = DEFAULT_TIMEOUT
+                     ) -> tuple[dict[str, ImportStatus], dict[str, dict[Measure, LibraryValues]]]:
+    """Each entry on ``subject``'s measures it supports, every library in a worker process of
+    its own, all at the same time: (what importing each gave, the outputs of those that could
+    be used). A library that crashes or hangs past ``timeout`` costs its own output (its
+    ``LibraryValues.error`` says what happened), not the others'."""
+    chosen = isolate(entries, timeout)
+    status = statuses(chosen)
+    groups = _groups([e for e in chosen if status[e.name].available])
+    stop = isolation.Stop()
+    pool = ThreadPoolExecutor(max_workers=max(1, len(groups)), thread_name_prefix="lib")
+    try:
+        futures = [pool.submit(_evaluate_group, group, subject, stop) for group in groups.values()]
+        outputs: dict[str, dict[Measure, LibraryValues]] = {}
+        for f in futures:
+            outputs.update(f.result())
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return status, outputs
+
+
 def availability(entries: list[Entry]) -> dict[str, bool]:
     """Whether each entry can be used (``statuses``, asked of the workers at the same time)."""
     return {name: s.available for name, s in statuses(entries).items()}

@@ -5,8 +5,13 @@ Added to ``conformance.cli.main`` by the package. The engine is
 writes the answer: the plain-text summary on stdout, ``--json OUT`` the full answer with sorted
 keys (identical input, identical bytes), ``--html OUT`` the HTML report.
 
-Exit status: 0 when the check ran (whatever the verdict), 2 on bad input (an unreadable file, a
-reported value that is not ``MEASURE=NUMBER``, an unknown measure, a percentage above 100%).
+Every entry is judged by its declared profile first; the libraries the verdict rests on (the
+entries whose profile reproduces the values, trec_eval, and the entries ``--libs`` names) are
+then run live, all at once, each in a worker process of its own (``api.check_paper``).
+
+Exit status: 0 when some convention set reproduces every reported value, 1 when none does, 2 on
+bad input (an unreadable file, a reported value that is not ``MEASURE=NUMBER``, an unknown
+measure, a percentage above 100%), 3 on an internal error, 128 + N when stopped by signal N.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ import sys
 import click
 
 from conformance import outputs
-from conformance.cli.common import (check_folder, check_outputs, describe, input_options, reading,
-                                    reports_errors, select_entries)
+from conformance.cli.common import (about, check_folder, check_outputs, describe, input_options,
+                                    lib_timeout_option, overrides_of, profile_help, reading,
+                                    reports_errors, select_entries, set_option)
 from conformance.errors import ConformanceError
 
 
@@ -65,22 +71,34 @@ def _html_writer():
 @click.option("--json", "json_path", metavar="OUT", help="Write the full answer as JSON.")
 @click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
 @click.option("--quiet", is_flag=True, help="No progress, row counts or warnings on stderr.")
+@click.option("--profile", "profile_name", default=None, metavar="NAME",
+              help=profile_help("Your own conventions, judged against the reported values "
+                                "beside the library entries"))
+@set_option("Override one axis of your conventions (of --profile, else trec_eval's), e.g. "
+            "--set duplicates=first to read a run that lists a docid twice; repeatable.")
+@lib_timeout_option("Stop a library that has not answered after this many seconds (> 0); "
+                    "'none': no limit.")
 @input_options
 @reports_errors
 def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
-                        libs, no_live, json_path, html_path, quiet, columns, max_input_bytes, max_line_bytes):
+            libs, no_live, json_path, html_path, quiet, profile_name, settings, lib_timeout,
+            columns, max_input_bytes, max_line_bytes):
     """Which convention sets and library entries reproduce the values a paper reports?
 
     Sweeps every combination of the conventions that can change the reported measures (gain,
     discount, ideal, tie rule, score precision, relevance threshold, depth, empty queries, query
     set, ...), keeps those that give every reported value within its rounding interval, and
-    checks each library entry, live where installed.
+    judges each library entry: by its declared profile, and live (the installed library run)
+    for the entries the verdict rests on.
+
+    Exit status: 0 when some convention set reproduces every reported value, 1 when none does,
+    2 on bad input.
 
     Example: conformance check-paper --qrels qrels.txt --run run.txt --reported nDCG@10=0.4312
     --reported AP=27.10
     """
-    from conformance import io as cio
-    from conformance import paper
+    from conformance import api, paper
+    from conformance.paper.evidence import NOT_NEEDED
 
     percent = not no_percent
     if digits is not None and not 0 <= digits <= paper.MAX_DIGITS:
@@ -95,13 +113,16 @@ def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_per
             "--reported-per-query FILE"
         )
     write_html = _html_writer() if html_path else None
-    entries = select_entries(libs)
-    per_query = (paper.read_reported_per_query(per_query_path, digits=digits, percent=percent)
-                 if per_query_path else None)
+    select_entries(libs)  # an unknown name is refused before any file is read
+    overrides = overrides_of(settings)
+    if profile_name is not None:
+        with about("--profile"):
+            api.profile(profile_name, reported[0].measure if reported else "nDCG@10")
     how = reading(columns, max_input_bytes, max_line_bytes)
-    qrels = cio.load_qrels(qrels_path, **how)
-    run = cio.load_run(run_path, duplicates="error", **how)
-    if not quiet:
+
+    def ready(qrels, run, per_query) -> None:
+        if quiet:
+            return
         click.echo(f"conformance: {describe('qrels', qrels)}", err=True)
         click.echo(f"conformance: {describe('run', run)}", err=True)
         if per_query is not None and per_query.unknown_measures:
@@ -110,17 +131,20 @@ def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_per
             click.echo(
                 f"conformance: {per_query.source}: skipped measures conformance does not compute: "
                 f"{shown}{f' and {more} more' if more > 0 else ''}", err=True)
-        if not no_live:
-            for e in entries:
-                status = e.import_status()
-                if not status.available:
-                    click.echo(f"conformance: warning: {e.name} {status.describe()}; judged by "
-                               "its declared profile only", err=True)
+
     result = _with_progress(
-        lambda progress: paper.check_paper(qrels, run, reported, entries=entries, live=not no_live,
-                                           per_query_file=per_query, progress=progress),
+        lambda progress: api.check_paper(
+            qrels_path, run_path, list(reported_texts), libs=libs, live=not no_live,
+            digits=digits, percent=percent, per_query_file=per_query_path, progress=progress,
+            on_ready=ready, profile=profile_name, overrides=overrides or None,
+            timeout=lib_timeout, **how),
         quiet,
     )
+    if not quiet:
+        for e in result.entries:  # a library the verdict rests on that could not be run
+            if e.not_run is not None and e.not_run != NOT_NEEDED:
+                click.echo(f"conformance: warning: {e.name} {e.not_run.removeprefix('not run: ')}; "
+                           "judged by its declared profile only", err=True)
     if not quiet and result.sweep.facts.scored_queries == 0:
         click.echo("conformance: warning: the run and the qrels share no query", err=True)
     # the files first, whole or not at all (see ``conformance.outputs``): a reader of stdout
@@ -130,6 +154,7 @@ def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_per
     if write_html is not None:
         write_html(result, html_path)
     click.echo(result.render(), nl=False)
+    raise click.exceptions.Exit(0 if result.reproducible else 1)
 
 
 def _with_progress(work, quiet: bool):

@@ -26,7 +26,8 @@ from conformance.conventions import AXES, Conventions, TREC_EVAL10, format_value
 from conformance.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.paper.cover import distance_to_default, cover, row_text
-from conformance.paper.evidence import EntryCheck, EntryEvidence, gather_entries, judge_entries
+from conformance.paper.evidence import (NOT_NEEDED, EntryCheck, EntryEvidence, gather_entries,
+                                        judge_entries)
 from conformance.paper.reported import PerQueryFile, Reported, ReportedError
 from conformance.reference.prepare import Prepared
 from conformance.reference.sweep import Grid, Sweep, reads
@@ -116,6 +117,15 @@ class PaperResult:
     entries: list[EntryCheck]
     misses: list[Miss]
     verdict: str = ""
+    # the reference under the user's own conventions (check-paper --profile / --set): {"profile",
+    # "set", "metrics": {measure text: {"low", "high", "error", "reproduces"}}}; None: not asked
+    own: dict | None = None
+
+    @property
+    def reproducible(self) -> bool:
+        """Some swept convention set reproduces every reported value (check-paper exits 0;
+        else 1)."""
+        return bool(self.joint_ok.any())
 
     @property
     def aggregates(self) -> list[Reported]:
@@ -186,6 +196,11 @@ class PaperResult:
         }
         if self.per_query_file is not None:
             details["per_query"] = self.per_query_file.to_dict()
+        if self.own is not None:
+            details["own_conventions"] = {
+                "profile": self.own["profile"], "set": self.own["set"],
+                "metrics": {k: {**v, "low": clean(v["low"]), "high": clean(v["high"])}
+                            for k, v in sorted(self.own["metrics"].items())}}
         return {
             "reported": [r.to_dict() for r in self.aggregates],
             "consistent_conventions": self.consistent_conventions,
@@ -258,8 +273,8 @@ class PaperResult:
                     continue
                 v = m.value
                 err = m.live_error if e.decided_by == "live" else m.profile_error
-                if v is None:
-                    parts.append(f"{metric} error: {(err or 'no value')[:60]}")
+                if v is None:  # the error whole, on one line: a cut one can mislead
+                    parts.append(f"{metric} error: {' '.join((err or 'no value').split())}")
                     continue
                 if e.decided_by == "profile" and m.profile and m.profile[0] != m.profile[1]:
                     text = f"{_num(m.profile[0])}..{_num(m.profile[1])}"
@@ -274,8 +289,30 @@ class PaperResult:
                     text += " (another order of its tied documents would reproduce it)"
                 parts.append(f"{metric} {text}")
             mark = "yes" if e.consistent else "no "
-            src = "" if e.decided_by == "live" else " [profile; library not run]"
+            if e.decided_by == "live":
+                src = ""
+            elif e.not_run == NOT_NEEDED:
+                src = " [profile]"  # said once, below the list
+            else:
+                src = f" [profile; {e.not_run or 'library not run'}]"
             lines.append(f"  {mark} {e.name:<{name_w}}  " + "; ".join(parts) + src)
+        if any(e.not_run == NOT_NEEDED for e in self.entries):
+            lines.append("  [profile]: judged by the entry's declared profile; its library was not run, as "
+                         "by that profile it cannot reproduce every value (the differential tests hold "
+                         "each profile to its library)")
+        if self.own is not None:
+            own = ", ".join(f"{a}={v}" for a, v in self.own["set"].items())
+            lines.append("")
+            lines.append(f"your conventions ({self.own['profile']}{' with ' + own if own else ''})")
+            for metric, v in self.own["metrics"].items():
+                if v["error"] is not None:
+                    lines.append(f"  no  {metric} error: {' '.join(v['error'].split())}")
+                    continue
+                text = _num(v["low"]) if v["low"] == v["high"] else f"{_num(v['low'])}..{_num(v['high'])}"
+                rs = [r for r in self.aggregates if r.metric == metric]
+                if rs and not v["reproduces"]:
+                    text += f" ({rs[0].gap(v['low']):+.4f})"
+                lines.append(f"  {'yes' if v['reproduces'] else 'no '} {metric} {text}")
         lines.append("")
         lines.append(f"verdict: {self.verdict}")
         return "\n".join(lines) + "\n"
@@ -466,21 +503,39 @@ def answer(evidence: Evidence, reported: Sequence[Reported],
 def check_paper(qrels: Qrels, run: Run, reported: Sequence[Reported], *, entries=None,
                 live: bool = True, per_query_file: PerQueryFile | None = None,
                 progress: Callable[[str, int, int], None] | None = None,
-                prep: Prepared | None = None) -> PaperResult:
+                prep: Prepared | None = None, confirm: Sequence[str] = ("trec_eval",),
+                timeout: float | None = None) -> PaperResult:
     """Which convention sets and library entries reproduce ``reported`` on (qrels, run)?
 
     ``reported``: aggregates and per-query values (:func:`parse_reported`,
     :func:`read_reported_per_query`); ``per_query_file`` adds a file's values. ``entries``:
-    library entries to check (default: all); ``live``: also run the installed libraries.
+    library entries to check (default: all). Every entry is first judged by its declared
+    profile (the reference under it; the differential tests hold each profile to its library).
+    ``live``: then run, all at once and each in a worker process of its own, the libraries the
+    verdict rests on: the entries whose profile reproduces the values, and those in ``confirm``
+    (the entries the user named; trec_eval, whose value the verdict quotes). The others stay
+    judged by their profile, and say so (``EntryCheck.not_run``).
     """
+    from conformance.paper.evidence import confirm_live
+
     reported = list(reported)
     if per_query_file is not None:
         reported += [r for r in per_query_file.values if r not in reported]
     if not reported:
         raise ReportedError("no reported value given")
+    if entries is None:
+        from conformance.libs import all_entries
+
+        entries = all_entries()
     evidence = gather(qrels, run, [r.measure for r in reported],
                       per_query=[r for r in reported if r.qid is not None], entries=entries,
-                      live=live, progress=progress, prep=prep)
+                      live=False, progress=progress, prep=prep)
+    if live:
+        by_profile = [c.name for c in judge_entries(evidence.entries, reported) if c.consistent]
+        if progress:
+            progress("libraries", 0, 1)
+        confirm_live(evidence.entries, entries, by_profile + list(confirm), qrels, run,
+                     list(evidence.sweep.grids), timeout)
     return answer(evidence, reported, per_query_file)
 
 

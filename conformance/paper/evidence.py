@@ -62,6 +62,7 @@ class EntryCheck:
     decided_by: str  # "live" or "profile"
     metrics: dict[str, EntryMetric]
     consistent: bool
+    not_run: str | None = None  # why the live library was not run, when it was not
 
     def to_dict(self) -> dict:
         def num(v):
@@ -70,6 +71,7 @@ class EntryCheck:
         return {
             "available": self.available,
             "decided_by": self.decided_by,
+            "not_run": self.not_run,
             "consistent": self.consistent,
             "metrics": {
                 k: {
@@ -164,6 +166,7 @@ class EntryEvidence:
     supported: dict[Measure, bool]
     profile: dict[Measure, Any]
     live: dict[Measure, Any]
+    not_run: str | None = None  # why the live library was not run (None: it was, or live=False)
 
 
 def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Measure],
@@ -208,6 +211,33 @@ def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Me
     return out
 
 
+# Why an entry's library was not run live (EntryEvidence.not_run)
+NOT_NEEDED = "not run: by its declared profile it cannot reproduce every value"
+
+
+def confirm_live(evidence: Sequence[EntryEvidence], entries: Sequence, confirm: Sequence[str],
+                 qrels: Qrels, run: Run, measures: Sequence[Measure],
+                 timeout: float | None = None) -> None:
+    """Run the libraries of the entries named in ``confirm`` live, all at once, each in a
+    worker process of its own, and record their outputs in ``evidence`` (in place); every
+    other entry is marked as judged by its profile, with why its library was not run."""
+    from conformance.runner import DEFAULT_TIMEOUT, Subject, evaluate_at_once
+
+    by_name = {e.name: e for e in entries}
+    wanted = [by_name[n] for n in dict.fromkeys(confirm) if n in by_name]
+    subject = Subject("input", qrels, run, list(dict.fromkeys(measures)))
+    status, outputs = evaluate_at_once(wanted, subject, DEFAULT_TIMEOUT if timeout is None else timeout)
+    for ev in evidence:
+        if ev.name not in status:
+            ev.not_run = NOT_NEEDED
+        elif not status[ev.name].available:
+            ev.not_run = f"not run: {status[ev.name].describe()}"
+        else:
+            got = outputs.get(ev.name, {})
+            ev.available = True
+            ev.live = {m: got.get(m) for m in ev.profile}
+
+
 def judge_entries(evidence: Sequence[EntryEvidence], reported: Sequence[Reported]) -> list[EntryCheck]:
     """Which entries reproduce every reported value (see the module docstring)."""
     measures = list(dict.fromkeys(r.measure for r in reported))
@@ -247,7 +277,7 @@ def judge_entries(evidence: Sequence[EntryEvidence], reported: Sequence[Reported
             elif ev.available and em.live_error is not None:
                 em.agrees_with_profile = em.profile_error is not None
         out.append(EntryCheck(ev.name, ev.available, "live" if ev.available else "profile",
-                              metrics, consistent))
+                              metrics, consistent, ev.not_run))
     return out
 
 

@@ -1,0 +1,110 @@
+"""``conformance check-paper`` as a paper reader uses it (issue 16.4, 16.6): the exit status says
+whether anything reproduces the values; only the libraries the verdict rests on are run live;
+library errors are shown whole; ``--profile`` / ``--set`` judge the user's own conventions and
+read the run under their duplicates rule.
+
+Live libraries (trec_eval through pytrec_eval, scikit-learn, LightGBM) on the bundled example;
+expected values from pytrec_eval and LightGBM themselves or by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+from click.testing import CliRunner
+
+from conformance import check_paper
+from conformance.cli import main
+from conformance.paper.evidence import NOT_NEEDED
+
+pytestmark = [pytest.mark.requires_library(n) for n in ("trec_eval", "sklearn", "lightgbm")]
+
+EXAMPLES = resources.files("conformance") / "examples"
+QRELS, RUN = str(EXAMPLES / "qrels.txt"), str(EXAMPLES / "run.txt")
+
+
+def _trec_eval(measure: str = "ndcg_cut_10") -> float:
+    import pytrec_eval
+
+    qrels, run = {}, {}
+    for line in open(QRELS):
+        q, _, d, rel = line.split()
+        qrels.setdefault(q, {})[d] = int(rel)
+    for line in open(RUN):
+        q, _, d, _, score, _ = line.split()
+        run.setdefault(q, {})[d] = float(score)
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {measure.rsplit("_", 1)[0]}).evaluate(run)
+    return sum(v[measure] for v in per_query.values()) / len(per_query)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["check-paper", "--qrels", QRELS, "--run", RUN, "--quiet", *args])
+
+
+def test_exit_status_says_whether_any_convention_set_reproduces_the_values():
+    reproduced = invoke("--reported", f"nDCG@10={_trec_eval():.4f}", "--libs", "trec_eval")
+    assert reproduced.exit_code == 0, reproduced.output
+    assert "trec_eval reproduce" in reproduced.stdout
+    # no convention set gives 0.0123 (the sweep's nearest is far above)
+    missed = invoke("--reported", "nDCG@10=0.0123", "--libs", "trec_eval")
+    assert missed.exit_code == 1, missed.output
+    assert "is not reproducible under any convention set swept" in missed.stdout
+
+
+def test_only_the_entries_the_verdict_rests_on_are_run_live():
+    value = round(_trec_eval(), 4)
+    result = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="all")
+    by_name = {e.name: e for e in result.entries}
+    # reproducing by their profile: confirmed by the live library
+    for name in ("trec_eval", "ir_measures"):
+        assert by_name[name].decided_by == "live" and by_name[name].consistent
+    # lightgbm's exponential gain gives another number: judged by its profile, and says why
+    lgb = by_name["lightgbm"]
+    assert lgb.decided_by == "profile" and lgb.not_run == NOT_NEEDED and not lgb.consistent
+    # named by the user: run live although its profile misses
+    named = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="trec_eval,lightgbm")
+    assert {e.name: e.decided_by for e in named.entries}["lightgbm"] == "live"
+
+
+def test_a_library_error_is_shown_whole(tmp_path):
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 1\n")
+    run.write_text("q1 Q0 a 1 1.0 r\n")  # one document: sklearn's ndcg_score refuses it
+    r = CliRunner().invoke(main, ["check-paper", "--qrels", str(qrels), "--run", str(run), "--quiet",
+                                  "--reported", "nDCG@10=1.0", "--libs", "sklearn"])
+    assert r.exit_code == 0, r.output
+    assert ("Computing NDCG is only meaningful when there is more than 1 document. Got 1 instead."
+            in r.stdout)
+
+
+def test_profile_and_set_judge_the_users_own_conventions(tmp_path):
+    out = tmp_path / "answer.json"
+    r = invoke("--reported", f"nDCG@10={_trec_eval():.4f}", "--libs", "trec_eval",
+               "--profile", "lightgbm", "--json", str(out))
+    assert r.exit_code == 0, r.output
+    assert "your conventions (lightgbm)" in r.stdout
+    own = json.loads(out.read_text())["details"]["own_conventions"]
+    from conformance.io import load_qrels, load_run
+    from conformance.libs import entry
+    from conformance.measures import parse_measure
+
+    m = parse_measure("nDCG@10")
+    live = entry("lightgbm").evaluate(load_qrels(QRELS), load_run(RUN), [m])[m].mean
+    assert own["profile"] == "lightgbm" and own["metrics"]["nDCG@10"]["low"] == pytest.approx(live, abs=1e-12)
+    assert own["metrics"]["nDCG@10"]["reproduces"] is False  # lightgbm's 0.6306 is not trec_eval's
+
+
+def test_set_duplicates_first_reads_a_run_listing_a_docid_twice(tmp_path):
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 2\n")
+    run.write_text("q1 Q0 d1 1 3.0 r\nq1 Q0 d2 2 2.0 r\nq1 Q0 d1 3 1.0 r\nq1 Q0 d3 4 0.5 r\n")
+    args = ["check-paper", "--qrels", str(qrels), "--run", str(run), "--quiet", "--libs", "trec_eval",
+            "--reported", "AP=0.8333"]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "listed twice" in refused.stderr
+    read = CliRunner().invoke(main, args + ["--set", "duplicates=first"])
+    # by hand: d1 (rel) at 1, d2 at 2, d3 (rel) at 3: AP = (1 + 2/3) / 2 = 0.8333
+    assert read.exit_code == 0, read.output
+    assert "yes AP 0.8333" in read.stdout and "yes trec_eval" in read.stdout
