@@ -257,3 +257,16 @@ def test_supports():
     assert [n for n in no if e.supports(parse_measure(n))] == []
     assert entry("torchmetrics:adaptive_k").supports(parse_measure("P@5"))
     assert not entry("torchmetrics:adaptive_k").supports(parse_measure("R@5"))
+
+
+def test_recall_at_fixed_precision_reaches_a_mean_precision_exactly_at_the_threshold():
+    """Mean P@3 over four queries exactly 1/2 (2/3, 2/3, 1/3, 1/3): the library, live, counts it
+    as reaching min_precision=0.5 and gives recall 1 (the reference's hand-computed case in
+    tests/test_reference_measures.py; found by the long fuzz)."""
+    qrels = [("q1", "a1", 1), ("q1", "a2", 1), ("q2", "b1", 1), ("q2", "b3", 1),
+             ("q3", "c1", 1), ("q4", "d1", 1)]
+    run = [("q1", "a1", 3.0), ("q1", "a2", 2.0), ("q1", "a3", 1.0),
+           ("q2", "b1", 3.0), ("q2", "b2", 2.0), ("q2", "b3", 1.0),
+           ("q3", "c1", 3.0), ("q3", "c2", 2.0), ("q3", "c3", 1.0), ("q4", "d1", 1.0)]
+    lv = run_entry(Measure("RecallAtPrecision", 3, params=(("min_precision", 0.5),)), qrels, run)
+    assert lv.error is None and lv.mean == 1.0

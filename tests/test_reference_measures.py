@@ -535,3 +535,19 @@ def test_hole_reads_the_judgments_of_every_query():
     alone = evaluate(Qrels.from_records(qrels[1:]), Run.from_records(run[1:]), [m], Conventions())
     assert both.per_query[m].tolist() == [0.0, 0.0]
     assert alone.per_query[m].tolist() == [1.0]
+
+
+def test_recall_at_precision_keeps_a_mean_precision_exactly_at_the_threshold():
+    """Four queries whose P@3 are 2/3, 2/3, 1/3 and 1/3: the mean is exactly 1/2, which the sum
+    2/3 + 2/3 + 1/3 + 1/3 in floating point rounds to just below (found by the long fuzz
+    against torchmetrics). By hand, relevant counts at j = 1, 2, 3: q1 (r, r, n; R 2) 1, 2, 2;
+    q2 (r, n, r; R 2) 1, 1, 2; q3 (r, n, n; R 1) 1, 1, 1; q4 (r; R 1) 1, 1, 1. Mean P@j: 1, 5/8,
+    6/12 = 1/2; mean R@j: 3/4, 7/8, 1. The highest mean R@j with mean P@j >= 1/2: 1, at j = 3."""
+    assert (2 / 3 + 2 / 3 + 1 / 3 + 1 / 3) / 4 < 0.5  # the rounding the formula must not meet
+    qrels = [("q1", "a1", 1), ("q1", "a2", 1), ("q2", "b1", 1), ("q2", "b3", 1),
+             ("q3", "c1", 1), ("q4", "d1", 1)]
+    run = [("q1", "a1", 3.0), ("q1", "a2", 2.0), ("q1", "a3", 1.0),
+           ("q2", "b1", 3.0), ("q2", "b2", 2.0), ("q2", "b3", 1.0),
+           ("q3", "c1", 3.0), ("q3", "c2", 2.0), ("q3", "c3", 1.0), ("q4", "d1", 1.0)]
+    m = M("RecallAtPrecision", 3, params=[("min_precision", 0.5)])
+    assert evaluate_rows(qrels, run, [m]).aggregate(m) == 1.0

@@ -1193,7 +1193,6 @@ def recall_at_precision_curve(ctx: Context, m: Measure, counted: np.ndarray,
     cum, q, keep = _pr_rows(ctx, m)
     rows = keep & use[q]
     j = r.pos[rows] - 1
-    P_sum = _bincount(j, weights=cum[rows] / r.pos[rows], minlength=K)[:K]
     R_sum = _bincount(j, weights=_safe_div(cum[rows], R[q[rows]]), minlength=K)[:K]
     # past the end of each list: relevant count over j (or over n), recall held
     total = r.upto(r.rel, None)
@@ -1201,24 +1200,27 @@ def recall_at_precision_curve(ctx: Context, m: Measure, counted: np.ndarray,
     ends = r.n[short]
     at_end = _bincount(ends, weights=total[short], minlength=K + 1)[:K]  # by n, from rank n + 1
     ranks = np.arange(1, K + 1, dtype=np.float64)
-    if ctx.conv.k_beyond_list == "min_k_n":
-        held = _bincount(ends, weights=_safe_div(total[short], ends.astype(np.float64)),
-                           minlength=K + 1)[:K]
-        P_sum += np.cumsum(held)
-    else:
-        P_sum += np.cumsum(at_end) / ranks
     R_sum += np.cumsum(_bincount(ends, weights=_safe_div(total[short], R[short]),
                                    minlength=K + 1)[:K])
     n_counted = int(counted.sum())
     n_fill = int((counted & empty).sum())
     if n_counted == 0:
         return float("nan")  # no query counts: as a mean of nothing
-    if n_fill:
-        if fill is None or np.isnan(fill):
-            return float("nan")
-        P_sum += n_fill * fill
-        R_sum += n_fill * fill
-    P_mean, R_mean = P_sum / n_counted, R_sum / n_counted
+    if n_fill and (fill is None or np.isnan(fill)):
+        return float("nan")
+    fill_sum = n_fill * fill if n_fill else 0.0
+    if ctx.conv.k_beyond_list == "min_k_n":
+        P_sum = _bincount(j, weights=cum[rows] / r.pos[rows], minlength=K)[:K]
+        held = _bincount(ends, weights=_safe_div(total[short], ends.astype(np.float64)),
+                           minlength=K + 1)[:K]
+        P_mean = (P_sum + np.cumsum(held) + fill_sum) / n_counted
+    else:
+        # every query's P@j divides by j: the mean is (relevant counts summed) / (queries x j),
+        # integers divided once, so a mean precision exactly at min_precision (2/3, 1/3, 1/3
+        # and 2/3 at j = 3 average to 1/2) is not lost to the rounding of a sum of fractions
+        counts = _bincount(j, weights=cum[rows], minlength=K)[:K] + np.cumsum(at_end)
+        P_mean = (counts + fill_sum * ranks) / (n_counted * ranks)
+    R_mean = (R_sum + fill_sum) / n_counted
     ok = P_mean >= m.param("min_precision")
     return float(R_mean[ok].max()) if ok.any() else 0.0
 
