@@ -259,14 +259,35 @@ def test_supports():
     assert not entry("torchmetrics:adaptive_k").supports(parse_measure("R@5"))
 
 
-def test_recall_at_fixed_precision_reaches_a_mean_precision_exactly_at_the_threshold():
-    """Mean P@3 over four queries exactly 1/2 (2/3, 2/3, 1/3, 1/3): the library, live, counts it
-    as reaching min_precision=0.5 and gives recall 1 (the reference's hand-computed case in
-    tests/test_reference_measures.py; found by the long fuzz)."""
-    qrels = [("q1", "a1", 1), ("q1", "a2", 1), ("q2", "b1", 1), ("q2", "b3", 1),
-             ("q3", "c1", 1), ("q4", "d1", 1)]
-    run = [("q1", "a1", 3.0), ("q1", "a2", 2.0), ("q1", "a3", 1.0),
-           ("q2", "b1", 3.0), ("q2", "b2", 2.0), ("q2", "b3", 1.0),
-           ("q3", "c1", 3.0), ("q3", "c2", 2.0), ("q3", "c3", 1.0), ("q4", "d1", 1.0)]
-    lv = run_entry(Measure("RecallAtPrecision", 3, params=(("min_precision", 0.5),)), qrels, run)
-    assert lv.error is None and lv.mean == 1.0
+def test_recall_at_fixed_precision_at_the_threshold_depends_on_the_query_order():
+    """A finding, live: RetrievalRecallAtFixedPrecision averages P@j in float32, so a mean
+    precision exactly at min_precision counts or not by the order the queries are summed in.
+    Four lists of six documents, relevant at ranks {1, 6}, {1, 2, 3, 6}, {1, 2, 3, 4, 6} and
+    {1}: by hand, mean P@j = 1, 6/8, 8/12, 9/16, 9/20, 12/24 = 1/2; mean R@4 = (1/2 + 3/4 + 4/5
+    + 1) / 4 = 0.7625, mean R@6 = 1. Exactly, j = 6 reaches 1/2 and the answer is 1; the library
+    gives 0.7625 in this order and 1 in reverse. The adapter refuses such an input, saying why."""
+    import torch
+    from torchmetrics.retrieval import RetrievalRecallAtFixedPrecision
+
+    lists = [[1, 0, 0, 0, 0, 1], [1, 1, 1, 0, 0, 1], [1, 1, 1, 1, 0, 1], [1, 0, 0, 0, 0, 0]]
+
+    def library(order):
+        rows = [lists[i] for i in order]
+        preds = torch.tensor([6.0 - r for t in rows for r in range(6)])
+        target = torch.tensor([x for t in rows for x in t]).bool()
+        indexes = torch.tensor([q for q, t in enumerate(rows) for _ in t])
+        metric = RetrievalRecallAtFixedPrecision(min_precision=0.5, max_k=6)
+        return float(metric(preds, target, indexes=indexes)[0])
+
+    assert library([0, 1, 2, 3]) == pytest.approx(0.7625, abs=1e-6)
+    assert library([3, 2, 1, 0]) == 1.0
+    qrels = [(f"q{q}", f"d{r}", 1) for q, t in enumerate(lists) for r, x in enumerate(t) if x]
+    run = [(f"q{q}", f"d{r}", 6.0 - r) for q, t in enumerate(lists) for r in range(6)]
+    m = Measure("RecallAtPrecision", 6, params=(("min_precision", 0.5),))
+    lv = run_entry(m, qrels, run)
+    assert lv.error.startswith("refused by the adapter: torchmetrics averages P@j")
+    assert "mean P@6 here is 0.5" in lv.error
+    # without the third list, mean P@6 is 7/18, off the threshold: computed
+    far = [(q, d, s) for q, d, s in run if q != "q3"]
+    lv = run_entry(m, [r for r in qrels if r[0] != "q3"], far)
+    assert lv.error is None

@@ -248,6 +248,19 @@ class TorchmetricsEntry(Entry):
         1}}, run {q2: {d2: 2.0, d3: 4.7e-25, d1: 0.0}})."""
         if measure is None or not self.supports(measure):
             return None
+        if measure.family == "RecallAtPrecision":
+            level = measure.conventions(self._base_profile(measure.family)).relevance_threshold
+            near = _precision_at_threshold(ranked_lists(qrels, run), level, measure.cutoff,
+                                           float(measure.param("min_precision")), self.action)
+            if near is not None:
+                j, exact = near
+                return (f"refused by the adapter: torchmetrics averages P@j over the queries in "
+                        f"float32, and the mean P@{j} here is {exact!r}, within float32 rounding "
+                        f"of min_precision={measure.param('min_precision')!r}: whether rank {j} "
+                        "counts is decided by the rounding, and so by the order of the queries "
+                        "(smallest case: four lists of six documents, relevant at ranks {1, 6}, "
+                        "{1, 2, 3, 6}, {1, 2, 3, 4, 6} and {1}: mean P@6 is exactly 1/2, and "
+                        "min_precision=0.5 gives 0.7625 in this query order, 1.0 in reverse)")
         if measure.family == "AUROC":
             merged = _sigmoid_merges(ranked_lists(qrels, run))
             if merged is not None:
@@ -315,6 +328,47 @@ class TorchmetricsEntry(Entry):
                 # the curve measure's value alone is its compute(); the others' the tensor
                 per_query[item.qid] = value if measure.family == "RecallAtPrecision" else float(alone[0])
         return LibraryValues(per_query=per_query, mean=mean)
+
+
+def _precision_at_threshold(lists, level: float, cutoff: int | None, min_precision: float,
+                            action: str) -> tuple[int, float] | None:
+    """(j, the exact mean P@j) for the first rank j whose mean precision over the queries, as
+    RetrievalRecallAtFixedPrecision averages it (precision_recall_curve.py: P@j = relevant in
+    the top j / j, padded past the end of a list; an empty list's curve all 0 under 'neg', all
+    1 under 'pos', left out under 'skip'), lies within float32 rounding of ``min_precision``
+    under either end order of tied documents; None when none does. The bound: the float32
+    unit roundoff times the number of queries summed, four times over."""
+    import numpy as np
+
+    if not lists:
+        return None
+    K = cutoff if cutoff is not None else max(len(i.scores) for i in lists)
+    ranks = np.arange(1, K + 1, dtype=np.float64)
+    for relevant_first in (True, False):
+        counts = np.zeros(K)
+        counted = 0
+        for i in lists:
+            rel = np.asarray(i.labels) >= level
+            if not rel.any():
+                if action == "skip":
+                    continue
+                counted += 1
+                if action == "pos":
+                    counts += ranks  # P@j = 1 at every j
+                continue
+            scores = np.asarray(i.scores, dtype=np.float32)  # the library's preds.float()
+            order = np.lexsort((~rel if relevant_first else rel, -scores))
+            cum = np.cumsum(rel[order])[:K]
+            counts += np.concatenate([cum, np.full(K - cum.size, cum[-1] if cum.size else 0)])
+            counted += 1
+        if not counted:
+            return None
+        mean = counts / (counted * ranks)
+        margin = 4 * counted * 2.0 ** -24 * max(1.0, abs(min_precision))
+        near = np.flatnonzero(np.abs(mean - min_precision) <= margin)
+        if near.size:
+            return int(near[0]) + 1, float(mean[near[0]])
+    return None
 
 
 def _sigmoid_merges(lists) -> str | None:
