@@ -12,7 +12,7 @@ finds those statements in the entry's module and in the modules its profiles bui
 (``conventions.TREC_EVAL`` and the other adapters it imports from), so ``conformance libs
 --profile NAME`` can print each value with its evidence without a second table that could fall
 out of step. A value with no statement is reported as such, never invented; the guard test
-(``tests/test_libs_facts.py``) fails when an entry sets an axis a family reads to a value other
+(``tests/libs/test_facts.py``) fails when an entry sets an axis a family reads to a value other
 than the vocabulary's default without a stated fact.
 
     >>> from conformance.facts import facts

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable
 
 from conformance import isolation
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.errors import stable_error
 from conformance.explain import Comparison, Reference, compare
 from conformance.libs.base import Entry, ImportStatus, LibraryValues

@@ -1,4 +1,5 @@
-"""Shared test setup: a library that is not installed FAILS the tests that need it.
+"""Shared test setup: a library that is not installed FAILS the tests that need it; the
+helpers of ``tests/support/`` are importable from every test folder.
 
 A test module that calls a real library declares it::
 
@@ -13,8 +14,16 @@ passed.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+# The tests mirror the package (tests/reference/, tests/io/, tests/libs/, ...); their shared
+# helpers and generators live in tests/support/, importable by name from every folder
+SUPPORT = Path(__file__).resolve().parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
 
 
 def allowed_missing() -> set[str]:

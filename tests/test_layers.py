@@ -22,7 +22,7 @@ PACKAGE = ROOT / "conformance"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("vocabulary", ("conformance.errors", "conformance.conventions", "conformance.measures",
                     "conformance.parallel", "conformance.isolation", "conformance.outputs")),
-    ("io", ("conformance.io", "conformance.data", "conformance.cases", "conformance.arrow_compute")),
+    ("io", ("conformance.io",)),
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",

@@ -92,7 +92,7 @@ def _one_profile(fmt: str, name: str, measure_text: str | None) -> None:
             quiet.append(f"{r.axis}={r.value}")
             continue
         value = r.value + (" (default)" if r.default else "")
-        # "not stated" cannot appear for a value the entry sets: tests/test_libs_facts.py
+        # "not stated" cannot appear for a value the entry sets: tests/libs/test_facts.py
         # Text: a fact quotes code (run[query_id]) that rich would read as markup
         t.add_row(r.axis, value, Text(f"{r.fact} ({r.where})" if r.fact is not None else "not stated"))
     console.print(t)

@@ -37,7 +37,7 @@ File format
 - ``single_axis`` claims that switching that axis alone changes the value of every metric in
   ``metrics``: with every other axis held at :data:`conformance.conventions.TREC_EVAL` updated
   by ``base``, at least two of the compared values of the axis give different mean values under
-  the reference (``tests/test_cases.py`` checks every claim). The compared values are
+  the reference (``tests/io/test_cases.py`` checks every claim). The compared values are
   ``axis_values`` when given, else every named value of the axis; axes with open values
   (``relevance_threshold``, ``depth``) need ``axis_values``. ``single_axis`` must also be in
   ``tags``.

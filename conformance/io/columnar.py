@@ -425,7 +425,7 @@ class DocWords:
 # --------------------------------------------------------------------------------------------
 # Numbers from strings
 
-# What Arrow's cast of a string to float64 reads (tests/test_io.py checks it against the cast): an optional sign, digits with an optional decimal point and exponent, or a nan / inf
+# What Arrow's cast of a string to float64 reads (tests/io/test_io.py checks it against the cast): an optional sign, digits with an optional decimal point and exponent, or a nan / inf
 # spelling.
 NUMBER = r"^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:nan|inf|infinity))$"
 

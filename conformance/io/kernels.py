@@ -5,7 +5,7 @@ each of Arrow's ~300 compute functions: 40-70 ms of every ``conformance eval`` h
 reading the qrels. These are the same kernels with the same options (each function below
 passes what its ``pyarrow.compute`` namesake passes by default), and nothing else. Arrow's own
 methods that go through ``pyarrow.compute`` (``Array.cast``, ``take``, ``filter``) are
-replaced here too. ``tests/test_arrow_compute.py`` checks each against ``pyarrow.compute`` and
+replaced here too. ``tests/io/test_kernels.py`` checks each against ``pyarrow.compute`` and
 that evaluating TREC files imports neither ``pyarrow.compute`` nor pandas.
 """
 

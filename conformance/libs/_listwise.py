@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 
 
 def label_value(label: float) -> int | float:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from conformance import isolation
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 
 

@@ -28,7 +28,7 @@ entry                          call
 =============================  ===================================================
 
 Facts behind the profiles (beir 2.2.0, ``beir/retrieval/evaluation.py`` and
-``custom_metrics.py``; each confirmed live by ``tests/test_libs_beir.py``):
+``custom_metrics.py``; each confirmed live by ``tests/libs/test_rag_libraries.py``):
 
 - ``evaluate`` is pytrec_eval (``ndcg_cut``, ``map_cut``, ``recall``, ``P`` at every k): the
   trec_eval profile (``conformance.libs.trec_eval``) for gain, discount, ideal, ties (docid
@@ -63,7 +63,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

@@ -38,7 +38,7 @@ routing of ir_measures 0.4.3 with perl installed, used when ir_measures is not i
 the tests check it against the live routing.
 
 Facts behind the profiles (ir_measures 0.4.3; each confirmed live by
-``tests/test_libs_ir_measures.py``):
+``tests/libs/test_ir_measures.py``):
 
 - every provider: ``Evaluator.iter_calc`` yields, after the provider's rows, the measure's
   DEFAULT (0) for every qrels query the provider did not score, so a qrels query missing from
@@ -95,7 +95,7 @@ import re
 
 from conformance import isolation
 from conformance.conventions import Conventions, gain_map
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs import ranx as _ranx
 from conformance.libs import trec_eval as _trec_eval
 from conformance.libs._nested import qrels_dict, run_dict

@@ -25,7 +25,7 @@ on stdout and stderr, which a worker discards; the same text is in the exception
 which is what we record.
 
 Facts behind the profile (LightGBM 4.7.0, ``src/metric/rank_metric.hpp`` ``NDCGMetric`` and
-``src/metric/dcg_calculator.cpp``; each confirmed live by ``tests/test_libs_lightgbm.py``):
+``src/metric/dcg_calculator.cpp``; each confirmed live by ``tests/libs/test_lightgbm.py``):
 
 - gain: ``label_gain[label]``; default ``DefaultLabelGain`` 2^i - 1 for i = 0..30 (exponential);
   ``lightgbm:linear_gain`` passes [0, 1, ..., 30] (linear, same length so the same labels are
@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import ranked_lists
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

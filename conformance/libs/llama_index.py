@@ -27,7 +27,7 @@ The library gives no mean: each ``compute`` scores one query.
 
 Facts behind the profiles (llama-index-core 0.14.25,
 ``llama_index/core/evaluation/retrieval/metrics.py``; each confirmed live by
-``tests/test_libs_llama_index.py``):
+``tests/libs/test_rag_libraries.py``):
 
 - every metric raises ValueError ("Retrieved ids and expected ids must be provided") when the
   expected ids are empty: a query with no relevant document fails the evaluation
@@ -56,7 +56,7 @@ Facts behind the profiles (llama-index-core 0.14.25,
 from __future__ import annotations
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

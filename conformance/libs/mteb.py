@@ -19,7 +19,7 @@ makes ``calculate_retrieval_scores`` divide by zero (``len(scores)``): no mean i
 without, so its list does not say which query a value belongs to.
 
 Facts behind the profiles (mteb 2.26, ``mteb/_evaluators/retrieval_metrics.py``; each confirmed
-live by ``tests/test_libs_mteb.py``):
+live by ``tests/libs/test_mteb.py``):
 
 - the pytrec_eval measures are trec_eval's (``conformance.libs.trec_eval``: gain, discount,
   judged ideal, ties docid descending on float32 scores, 0 for an empty query) with
@@ -49,7 +49,7 @@ from functools import lru_cache
 import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

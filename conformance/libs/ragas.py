@@ -21,7 +21,7 @@ metric                          value                      conformance
 ==============================  =========================  ===========================
 
 Facts behind the profiles (ragas 0.4.3, ``ragas/metrics/_context_precision.py`` and
-``_context_recall.py``; each confirmed live by ``tests/test_libs_ragas.py``):
+``_context_recall.py``; each confirmed live by ``tests/libs/test_ragas.py``):
 
 - both compare sets of ids (``set(str(id) ...)``): a document listed twice counts once, and
   precision divides by the distinct documents handed over, min(k, n) of them:
@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 

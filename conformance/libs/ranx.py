@@ -50,7 +50,7 @@ with ``threshold_scope=graded`` (the profile's value, which ranx's ``-l`` parsin
 relevant and ``-l-1`` makes label -1 relevant with a negative gain (``clean_qrels`` keeps labels
 >= L), which the ``negative_labels`` axis does not describe.
 
-Facts behind the profile (ranx 0.3.21, each confirmed live by ``tests/test_libs_ranx.py``):
+Facts behind the profile (ranx 0.3.21, each confirmed live by ``tests/libs/test_ranx.py``):
 
 - gain: ``ndcg``/``dcg`` call ``_dcg(..., jarvelin=True)``, which despite the name is
   ``rel / log2(rank + 1)`` (linear gain, our ``log2`` discount, not our ``jarvelin`` discount);
@@ -106,7 +106,7 @@ Facts behind the profile (ranx 0.3.21, each confirmed live by ``tests/test_libs_
 from __future__ import annotations
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._nested import qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

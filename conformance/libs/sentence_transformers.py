@@ -30,7 +30,7 @@ MAP@k                  ``map@k``                 AP@k
 
 Facts behind the profile (sentence-transformers 6.2.0,
 ``sentence_transformer/evaluation/information_retrieval.py``; each confirmed live by
-``tests/test_libs_sentence_transformers.py``):
+``tests/libs/test_rag_libraries.py``):
 
 - ``__init__`` keeps only queries ``in relevant_docs and len(relevant_docs[qid]) > 0``: a query
   with no relevant document is left out of every mean: ``empty_query=skip``; one not in the run
@@ -54,7 +54,7 @@ Facts behind the profile (sentence-transformers 6.2.0,
 from __future__ import annotations
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 

@@ -19,7 +19,7 @@ entry                    call
 Measures: ``nDCG@k``, ``nDCG`` (k=None: the whole list), ``DCG@k``, ``DCG``.
 
 Facts behind the profiles (scikit-learn 1.9.1, ``sklearn/metrics/_ranking.py``; each confirmed
-live by ``tests/test_libs_sklearn.py``):
+live by ``tests/libs/test_sklearn.py``):
 
 - gain: ``_dcg_sample_scores`` multiplies the discounts by ``y_true`` itself: linear gain, and a
   fractional label is used as it is;
@@ -43,7 +43,7 @@ live by ``tests/test_libs_sklearn.py``):
 from __future__ import annotations
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import ranked_lists
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

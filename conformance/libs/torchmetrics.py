@@ -39,7 +39,7 @@ Entries: one per ``empty_target_action`` ('neg', the default, scores 0; 'pos' 1;
 the query out; 'error' raises ValueError), and ``torchmetrics:adaptive_k`` for P@k.
 
 Facts behind the profiles (torchmetrics 1.9.0 on torch 2.13.0+cpu, ``functional/retrieval/*.py``
-and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics.py``):
+and ``retrieval/base.py``; each confirmed live by ``tests/libs/test_torchmetrics.py``):
 
 - everything is float32: ``_check_retrieval_target_and_prediction_types`` returns
   ``preds.float()`` and a float ``target`` as float32; values come back as float32 tensors
@@ -103,7 +103,7 @@ and ``retrieval/base.py``; each confirmed live by ``tests/test_libs_torchmetrics
 from __future__ import annotations
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import ranked_lists
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

@@ -71,7 +71,7 @@ case (differential tests): qrels {q1: {d1: -2}, q2: {d1: 0}}, run {q2: {d1: 0.0}
 for 2 retrieved documents.
 
 Facts behind the profile (pytrec_eval-terrier 0.5.11 = trec_eval 9.0.x C code; see also
-``notes/trec_eval_semantics.md``; each confirmed live by ``tests/test_libs_trec_eval.py``):
+``notes/trec_eval_semantics.md``; each confirmed live by ``tests/libs/test_trec_eval.py``):
 
 - ties: score descending, then docno descending by byte-wise strcmp (``form_res_rels.c``,
   ``comp_sim_docno``); live: qrels {a:0, b:1}, both scored 1.0 -> P@1 = 1 (b first);
@@ -119,7 +119,7 @@ import numpy as np
 
 from conformance import isolation
 from conformance.conventions import TREC_EVAL, Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues, error_text
 from conformance.measures import Measure

@@ -17,7 +17,7 @@ per-query value here. An empty run has no topics and no mean is asked for (trect
 0.0 for MAP, NDCG and recip_rank there, and NaN, 0 / 0, for P and R).
 
 Facts behind the profiles (trectools 0.0.50, ``trectools/trec_eval.py``, ``trec_run.py``,
-``trec_qrel.py``; each confirmed live by ``tests/test_libs_trectools.py``):
+``trec_qrel.py``; each confirmed live by ``tests/libs/test_trectools.py``):
 
 - every mean divides by the run's topics: judged queries missing from the run are left out, a
   run query without judgments scores 0 and counts: ``query_set=run_all``, ``empty_query=zero``;
@@ -45,7 +45,7 @@ import tempfile
 import numpy as np
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 

@@ -26,7 +26,7 @@ entry                    eval_metric          measure
 
 Facts behind the profiles (XGBoost 3.2.0: ``src/metric/rank_metric.cc`` ``EvalNDCG``,
 ``src/common/ranking_utils.{h,cc}`` ``NDCGCache``, ``LambdaRankParam``; each confirmed live by
-``tests/test_libs_xgboost.py``):
+``tests/libs/test_xgboost.py``):
 
 - gain: ``CalcDCGGain`` = 2^label - 1 when ``ndcg_exp_gain`` (default true), else the label;
   before 3.0.3 ``EvalNDCG`` did not read ``ndcg_exp_gain`` at all (fixed by dmlc/xgboost#11534,
@@ -52,7 +52,7 @@ import functools
 import numpy as np
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import parse_version, ranked_lists
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure

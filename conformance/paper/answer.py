@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from conformance.conventions import AXES, Conventions, TREC_EVAL10, format_value
-from conformance.data import Qrels, Run
+from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.paper.cover import distance_to_default, cover, row_text
 from conformance.paper.evidence import (NOT_NEEDED, EntryCheck, EntryEvidence, gather_entries,

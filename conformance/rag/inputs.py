@@ -57,7 +57,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from conformance import io as cio
-from conformance.data import Qrels, ReadCounts, Run
+from conformance.io.data import Qrels, Run
+from conformance.io.parsed import ReadCounts
 from conformance.errors import InputError
 
 # The query id keys ``conformance.io`` reads in JSONL records, in the order it tries them.

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.conventions import Conventions
-from conformance.data import Qrels, ReadCounts, Run
+from conformance.io.data import Qrels, Run
+from conformance.io.parsed import ReadCounts
 from conformance.reference.prepare import Prepared
 
 SEPARATOR = "\x1f"

@@ -5,7 +5,7 @@
  * every judged document is in the list, in score order, with no ties and no unjudged document.
  * Then the ideal is the same under ideal=judged and ideal=retrieved, and only the axes the page's
  * data lists (the axis records' explorer flag) matter; a one-document list is refused under
- * single_document=raise, whatever the measure (scikit-learn's rule). tests/test_report_browser.py checks it against the Python reference on
+ * single_document=raise, whatever the measure (scikit-learn's rule). tests/report/test_browser.py checks it against the Python reference on
  * random lists and profiles, to 1e-12.
  */
 (function () {
