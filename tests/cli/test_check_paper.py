@@ -10,33 +10,20 @@ expected values from pytrec_eval and LightGBM themselves or by hand.
 from __future__ import annotations
 
 import json
-from importlib import resources
-
 import pytest
 from click.testing import CliRunner
 
 from conformance import check_paper
 from conformance.cli import main
 from conformance.paper.evidence import NOT_NEEDED
+from bundled_example import QRELS, RUN, trec_eval_mean
 
 pytestmark = [pytest.mark.requires_library(n) for n in ("trec_eval", "sklearn", "lightgbm")]
 
-EXAMPLES = resources.files("conformance") / "examples"
-QRELS, RUN = str(EXAMPLES / "qrels.txt"), str(EXAMPLES / "run.txt")
 
 
-def _trec_eval(measure: str = "ndcg_cut_10") -> float:
-    import pytrec_eval
-
-    qrels, run = {}, {}
-    for line in open(QRELS):
-        q, _, d, rel = line.split()
-        qrels.setdefault(q, {})[d] = int(rel)
-    for line in open(RUN):
-        q, _, d, _, score, _ = line.split()
-        run.setdefault(q, {})[d] = float(score)
-    per_query = pytrec_eval.RelevanceEvaluator(qrels, {measure.rsplit("_", 1)[0]}).evaluate(run)
-    return sum(v[measure] for v in per_query.values()) / len(per_query)
+def _trec_eval() -> float:
+    return trec_eval_mean("ndcg_cut_10")
 
 
 def invoke(*args):

@@ -9,18 +9,15 @@ Live libraries (trec_eval through pytrec_eval, LightGBM, XGBoost) on the bundled
 from __future__ import annotations
 
 import json
-from importlib import resources
-
 import pytest
 from click.testing import CliRunner
 
 from conformance.cli import main
+from bundled_example import QRELS, RUN, trec_eval_mean
 
 # a missing library fails these tests (conftest.py), unless CONFORMANCE_ALLOW_MISSING names it
 pytestmark = [pytest.mark.requires_library(name) for name in ("trec_eval", "lightgbm", "xgboost")]
 
-EXAMPLES = resources.files("conformance") / "examples"
-QRELS, RUN = str(EXAMPLES / "qrels.txt"), str(EXAMPLES / "run.txt")
 LIBS = "trec_eval,lightgbm,xgboost"
 
 
@@ -33,17 +30,7 @@ def _run(*extra):
 
 def _trec_eval_ndcg10() -> float:
     """nDCG@10 by pytrec_eval itself, on the same files."""
-    qrels, run = {}, {}
-    for line in open(QRELS):
-        q, _, d, rel = line.split()
-        qrels.setdefault(q, {})[d] = int(rel)
-    for line in open(RUN):
-        q, _, d, _, score, _ = line.split()
-        run.setdefault(q, {})[d] = float(score)
-    import pytrec_eval
-
-    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut"}).evaluate(run)
-    return sum(v["ndcg_cut_10"] for v in per_query.values()) / len(per_query)
+    return trec_eval_mean("ndcg_cut_10")
 
 
 @pytest.fixture(scope="module")
