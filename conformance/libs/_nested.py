@@ -33,6 +33,15 @@ def qrels_dict(qrels: Qrels) -> dict[str, dict[str, int | float]]:
     return out
 
 
+def int_qrels_dict(qrels: Qrels) -> dict[str, dict[str, int]]:
+    """``{qid: {docid: int(label)}}``: each label truncated towards zero, as BEIR's
+    ``GenericDataLoader`` and MTEB's retrieval evaluator take the labels (``int(label)``)."""
+    out: dict[str, dict[str, int]] = {}
+    for q, d, lab in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(), qrels.label.tolist()):
+        out.setdefault(q, {})[d] = int(lab)
+    return out
+
+
 def run_dict(run: Run) -> dict[str, dict[str, float]]:
     """Later listings of a (query, document) pair replace earlier ones (see ``duplicate_pair``),
     and take their place in the dict's order too: each document stands where its last listing

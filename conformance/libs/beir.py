@@ -64,7 +64,7 @@ import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import duplicate_pair, run_dict
+from conformance.libs._nested import duplicate_pair, int_qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 
@@ -96,14 +96,6 @@ RCAP_PROFILE = CUSTOM_PROFILE.replace(empty_query="raise")
 HOLE_BUG = ("BEIR's hole sums over every run query but divides by len(qrels), so a run query "
             "without judgments inflates it (library bug; smallest case: qrels {q1: {d1: 1}}, run "
             "{q1: {d2: 1.0}, q2: {d3: 1.0}} gives Hole@1 = 2.0)")
-
-
-def beir_qrels(qrels: Qrels) -> dict[str, dict[str, int]]:
-    """``{qid: {docid: int(label)}}`` as ``GenericDataLoader`` reads them."""
-    out: dict[str, dict[str, int]] = {}
-    for q, d, lab in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(), qrels.label.tolist()):
-        out.setdefault(q, {})[d] = int(lab)
-    return out
 
 
 class BeirEntry(Entry):
@@ -179,7 +171,7 @@ class BeirEntry(Entry):
         try:
             from beir.retrieval.evaluation import EvaluateRetrieval
 
-            q, r = beir_qrels(qrels), run_dict(run)
+            q, r = int_qrels_dict(qrels), run_dict(run)
             ks = sorted({m.cutoff for m in wanted})
             if self.custom:
                 out.update(self._custom(EvaluateRetrieval, q, r, ks, wanted))

@@ -50,7 +50,7 @@ import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import duplicate_pair, run_dict
+from conformance.libs._nested import duplicate_pair, int_qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 
@@ -84,13 +84,6 @@ _PYTREC_KEYS = {"nDCG": ("ndcg", "NDCG@{}"), "AP": ("map", "MAP@{}"), "R": ("rec
                 "P": ("precision", "P@{}"), "Success": ("hit_rate", "HitRate@{}"),
                 "RR": ("mrr", "MRR@{}")}
 _OWN = {"Rcap": ("recall_cap", "R_cap_at_{}"), "Hole": ("hole", "Hole_at_{}")}
-
-
-def _qrels_dict(qrels: Qrels) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for q, d, lab in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(), qrels.label.tolist()):
-        out.setdefault(q, {})[d] = int(lab)
-    return out
 
 
 class MtebEntry(Entry):
@@ -150,7 +143,7 @@ class MtebEntry(Entry):
             failure = f"the run lists document {d!r} twice for query {q!r}; a results dict holds it once"
         if failure is not None:
             return {**out, **{m: LibraryValues(error=failure) for m in wanted}}
-        q, r = _qrels_dict(qrels), run_dict(run)
+        q, r = int_qrels_dict(qrels), run_dict(run)
         ks = sorted({m.cutoff for m in wanted})
         for m in wanted:
             try:
