@@ -195,3 +195,10 @@ class Entry:
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         raise NotImplementedError
+
+    def split_supported(self, measures: list[Measure]) -> tuple[list[Measure], dict[Measure, LibraryValues]]:
+        """(the measures this entry computes, in order; an answer for each other one: the error
+        that it does not), for an ``evaluate`` that calls the library once for all measures."""
+        wanted = [m for m in measures if self.supports(m)]
+        return wanted, {m: LibraryValues(error=f"{self.name} does not compute {m.text}")
+                        for m in measures if m not in wanted}

@@ -98,6 +98,7 @@ from conformance.conventions import Conventions, gain_map
 from conformance.io.data import Qrels, Run
 from conformance.libs import ranx as _ranx
 from conformance.libs import trec_eval as _trec_eval
+from conformance.libs._nested import all_negative_query
 from conformance.libs._nested import qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues, error_text
 from conformance.measures import Measure
@@ -317,7 +318,7 @@ class IrMeasuresEntry(Entry):
             return None
         if measure is not None and provider != "pytrec_eval":
             return None
-        q = _trec_eval.all_negative_query(qrels)
+        q = all_negative_query(qrels)
         if q is None:
             return None
         return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "

@@ -122,10 +122,7 @@ class LlamaIndexEntry(Entry):
         return PROFILE
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
-        out: dict[Measure, LibraryValues] = {}
-        wanted = [m for m in measures if self.supports(m)]
-        out.update({m: LibraryValues(error=f"{self.name} does not compute {m.text}")
-                    for m in measures if m not in wanted})
+        wanted, out = self.split_supported(measures)
         if not wanted:
             return out
         try:

@@ -50,7 +50,7 @@ import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import duplicate_pair, int_qrels_dict, run_dict
+from conformance.libs._nested import all_negative_query, duplicate_pair, int_qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues
 from conformance.measures import Measure
 
@@ -121,20 +121,14 @@ class MtebEntry(Entry):
             return None
         # pytrec_eval reads past its tables on a query whose every label is negative (see
         # conformance.libs.trec_eval); int() first makes -0.5 a 0
-        top = np.full(qrels.qids.size, -np.inf)
-        np.maximum.at(top, qrels.qcode, np.trunc(qrels.label))
-        present = np.unique(qrels.qcode)
-        bad = present[top[present] < 0]
-        if bad.size:
-            return (f"refused by the adapter: every judgment of query {str(qrels.qids[bad[0]])!r} "
-                    "is negative, on which pytrec_eval (inside MTEB) reads past its tables")
-        return None
+        q = all_negative_query(qrels, truncate=True)
+        if q is None:
+            return None
+        return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "
+                "pytrec_eval (inside MTEB) reads past its tables")
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
-        out: dict[Measure, LibraryValues] = {}
-        wanted = [m for m in measures if self.supports(m)]
-        out.update({m: LibraryValues(error=f"{self.name} does not compute {m.text}")
-                    for m in measures if m not in wanted})
+        wanted, out = self.split_supported(measures)
         if not wanted:
             return out
         failure = self.known_failure(qrels, run)

@@ -120,7 +120,7 @@ import numpy as np
 from conformance import isolation
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
+from conformance.libs._nested import all_negative_query, duplicate_pair, qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues, error_text
 from conformance.measures import Measure
 
@@ -194,17 +194,6 @@ def relevance_evaluate(qrels: dict, run: dict, strings: list[str], level: int) -
     import pytrec_eval
 
     return pytrec_eval.RelevanceEvaluator(qrels, strings, relevance_level=level).evaluate(run)
-
-
-def all_negative_query(qrels: Qrels) -> str | None:
-    """The first query all of whose labels are negative, or None."""
-    if not len(qrels):
-        return None
-    top = np.full(qrels.qids.size, -np.inf)
-    np.maximum.at(top, qrels.qcode, qrels.label)
-    bad = np.unique(qrels.qcode)
-    bad = bad[top[bad] < 0]
-    return str(qrels.qids[bad[0]]) if bad.size else None
 
 
 def needs_isolation(qrels: Qrels) -> bool:
