@@ -280,10 +280,7 @@ def _fmt(x, spec=".2f"):
 
 def run_size(name: str, tools: list[str], repeat: int, ranx_repeat: int, work: Path, log) -> dict:
     q, d, j = generate.SIZES[name]
-    qrels, run = generate.paths(q, d, j)
-    if not (qrels.exists() and run.exists()):
-        log(f"generating {name} ({q * d:,} rows) ...")
-        generate.generate(q, d, j)
+    qrels, run = generate.ensure(q, d, j)
     rows = q * d
     log(f"\n== {name}: {rows:,} run rows ({q} queries x {d}), {q * j:,} judgments  [{run.name}, {qrels.name}]")
     results: dict[str, list[dict]] = {t: [] for t in tools}

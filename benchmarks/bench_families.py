@@ -188,10 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_families-") as tmp:
         for name in [s for s in args.sizes.split(",") if s]:
             q, d, j = generate.SIZES[name]
-            qrels, run = generate.paths(q, d, j, numeric_qids=True)
-            if not (qrels.exists() and run.exists()):
-                log(f"generating {name} with numeric query ids ...")
-                generate.generate(q, d, j, numeric_qids=True)
+            qrels, run = generate.ensure(q, d, j, numeric_qids=True)
             log(f"\n== {name}: {q * d:,} run rows, {q * j:,} judgments  [{run.name}, {qrels.name}]")
             results: dict[str, list[dict]] = {t: [] for t in tools}
             for r in range(args.repeat):

@@ -29,6 +29,7 @@ writer, not by a Python loop per line: the 20M-row run takes well under a minute
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -153,6 +154,19 @@ def generate(queries: int, docs: int, judged: int, seed: int = 0, out: Path = DA
     ]
     _write_lines(qrels_cols, qrels_path)
     return qrels_path, run_path
+
+
+def ensure(queries: int, docs: int, judged: int, numeric_qids: bool = False) -> tuple[Path, Path]:
+    """(qrels, run) of this size, written first when missing, by a child process: a benchmark
+    that wrote them itself would grow to the size of the data, and the children it then starts
+    to time would report that size as their own peak (Linux keeps ``ru_maxrss`` across the
+    vfork and exec that start them)."""
+    qrels, run = paths(queries, docs, judged, numeric_qids=numeric_qids)
+    if not (qrels.exists() and run.exists()):
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--queries", str(queries), "--docs",
+               str(docs), "--judged", str(judged)] + (["--numeric-qids"] if numeric_qids else [])
+        subprocess.run(cmd, check=True)
+    return qrels, run
 
 
 def main(argv: list[str] | None = None) -> int:
