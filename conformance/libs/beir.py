@@ -65,7 +65,7 @@ import numpy as np
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
 from conformance.libs._nested import all_negative_query, duplicate_pair, int_qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, error_text
 from conformance.measures import Measure
 
 PROFILE = TREC_EVAL.replace(
@@ -199,13 +199,17 @@ class BeirEntry(Entry):
             # hole reads of the qrels only the set of judged documents: each query's own
             # value is its results against one query judging every one of them
             annotated = {d: 1 for docs in q.values() for d in docs}
-            per_query = {qid: float(E.evaluate_custom({qid: annotated if metric == "hole" else q[qid]},
-                                                      {qid: r[qid]} if qid in r else {},
-                                                      [m.cutoff], metric)[key])
-                         for qid in q}
-            # the whole call too, whatever the per-query calls gave: its refusal is the result
-            mean = float(E.evaluate_custom(q, r, [m.cutoff], metric)[key])
-            out[m] = LibraryValues(per_query=per_query, mean=mean)
+            try:  # one metric's refusal (recall_cap's ZeroDivisionError) is its own, not the others'
+                per_query = {qid: float(E.evaluate_custom({qid: annotated if metric == "hole" else q[qid]},
+                                                          {qid: r[qid]} if qid in r else {},
+                                                          [m.cutoff], metric)[key])
+                             for qid in q}
+                # the whole call too, whatever the per-query calls gave: its refusal is the result
+                mean = float(E.evaluate_custom(q, r, [m.cutoff], metric)[key])
+            except Exception as exc:
+                out[m] = LibraryValues(error=error_text(exc))
+            else:
+                out[m] = LibraryValues(per_query=per_query, mean=mean)
         return out
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:

@@ -155,6 +155,26 @@ def test_beir_recall_cap_divides_by_min_k_and_relevant_and_raises_on_none_releva
 
 
 @pytest.mark.requires_library("beir")
+def test_beir_custom_one_measures_refusal_is_its_own():
+    """recall_cap divides by zero when no query has a relevant document; asked beside it, mrr,
+    top_k_accuracy and hole still give their values, as they do alone (found by the long fuzz:
+    the adapter gave every measure of the call recall_cap's error). By hand: no relevant
+    document, so RR and Success are 0; q1's top 20 holds c, which no judgment names: Hole@20
+    1/20 (one unjudged document over k), q2 nothing retrieved: 0; over the 2 judged queries 1/40."""
+    from conformance.io.data import Qrels, Run
+    from conformance.measures import parse_measure
+
+    qrels = Qrels.from_records([("q1", "a", 0), ("q2", "b", 0)])
+    run = Run.from_records([("q1", "a", 1.0), ("q1", "c", 0.5)])
+    ms = [parse_measure(t) for t in ("RR@20", "Success@20", "Rcap@20", "Hole@20")]
+    together = entry("beir:custom").evaluate(qrels, run, ms)
+    assert "ZeroDivisionError" in together[ms[2]].error
+    for m, mean in ((ms[0], 0.0), (ms[1], 0.0), (ms[3], 1 / 40)):
+        alone = entry("beir:custom").evaluate(qrels, run, [m])[m]
+        assert together[m] == alone and alone.error is None and alone.mean == mean, m.text
+
+
+@pytest.mark.requires_library("beir")
 def test_beir_hole_bug_is_refused_with_its_smallest_case():
     from beir.retrieval.evaluation import EvaluateRetrieval
     # the library itself: two run queries whose top document no judgment names, one judged
