@@ -45,7 +45,9 @@ MAX_DIFFERING_AXES = 12
 
 @dataclass
 class Expected:
-    """What the reference predicts under one convention set: per-query [lo, hi], or an error."""
+    """What the reference predicts under one convention set: per-query [lo, hi] (the range over
+    tie orders, and under ``rounding=N`` every rounding a value at a half can take:
+    ``Evaluation.reported_ranges``), or an error."""
 
     ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     error: str | None = None
@@ -60,7 +62,7 @@ def predict(prep: "Prepared | Reference", measure: Measure, conv: Conventions) -
         ev = evaluate(prep, None, [measure], conv)
     except EvaluationError as exc:
         return Expected(error=str(exc))
-    return Expected(ranges=ev.ranges(measure))
+    return Expected(ranges=ev.reported_ranges(measure))
 
 
 class Reference:
@@ -94,7 +96,7 @@ class Reference:
                 pass
             else:
                 for m in todo:
-                    self._memo[(m.conventions(conv), m)] = Expected(ranges=ev.ranges(m))
+                    self._memo[(m.conventions(conv), m)] = Expected(ranges=ev.reported_ranges(m))
                 return
         for m in todo:
             self.predict(m, conv)

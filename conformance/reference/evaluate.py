@@ -49,6 +49,9 @@ class Evaluation:
         geometric mean, exp of the mean log); NaN when no query counts or a counted value is
         NaN (``empty_query=nan``). Under ``rounding=N`` the mean of the unrounded values,
         rounded to N places."""
+        return self._aggregate(m, upper, rounded=True)
+
+    def _aggregate(self, m: Measure, upper: bool, rounded: bool) -> float:
         if m in self.curve:
             return self.curve[m][1 if upper else 0]
         if m in self.unrounded:
@@ -65,7 +68,7 @@ class Evaluation:
                 mean = float(np.exp(np.log(values).mean()))
         else:
             mean = float(values.mean())
-        if m in self.unrounded:
+        if m in self.unrounded and rounded:
             mean = round(mean, self.conventions[m].rounding)
         return mean
 
@@ -81,6 +84,33 @@ class Evaluation:
             for q, lo, hi in zip(self.qids[keep].tolist(), self.per_query[m][keep].tolist(),
                                  self.upper[m][keep].tolist())
         }
+
+    def reported_ranges(self, m: Measure) -> dict[str, tuple[float, float]]:
+        """:meth:`ranges` as a library that rounds to N places (``rounding=N``) can report them:
+        every rounding of a value within float64 noise (1e-12, relative above 1) of the
+        unrounded one. Two exact implementations whose unrounded values differ in the last bit
+        round a value at a half (AP = 0.634375) to 0.63437 and 0.63438: both are the rounding of
+        the same number, and the range holds both. Without rounding, :meth:`ranges`."""
+        if m not in self.unrounded:
+            return self.ranges(m)
+        places = self.conventions[m].rounding
+        lo_u, hi_u = self.unrounded[m]
+        keep = self.counted[m]
+        lo = round_half_even(lo_u - _noise(lo_u), places)
+        hi = round_half_even(hi_u + _noise(hi_u), places)
+        return dict(zip(self.qids[keep].tolist(), zip(lo[keep].tolist(), hi[keep].tolist())))
+
+    def reported_aggregate(self, m: Measure) -> tuple[float, float]:
+        """(low, high) of the aggregate as a library that rounds it can report it (see
+        :meth:`reported_ranges`); without rounding, the aggregate's two ends."""
+        lo, hi = self.aggregate(m), self.aggregate(m, upper=True)
+        if m not in self.unrounded or m in self.curve:
+            return lo, hi
+        places = self.conventions[m].rounding
+        # the unrounded mean, then each rounding within float noise of it
+        u_lo, u_hi = self._aggregate(m, False, rounded=False), self._aggregate(m, True, rounded=False)
+        return (float(round_half_even(np.array([u_lo - _noise(u_lo)]), places)[0]),
+                float(round_half_even(np.array([u_hi + _noise(u_hi)]), places)[0]))
 
 
 def evaluate(
@@ -359,6 +389,11 @@ def _refuse_unscaled(measures: list[Measure], conv: Conventions, labels: np.ndar
                 "beyond the largest double (about 2^1024); a normalised measure (nDCG) is "
                 "computed with the gains scaled, since the scale cancels out, but this one "
                 "cannot be")
+
+
+def _noise(v):
+    """The float64 noise an exact implementation's value may carry: 1e-12, relative above 1."""
+    return 1e-12 * np.maximum(1.0, np.abs(v))
 
 
 def round_half_even(x: np.ndarray, places: int) -> np.ndarray:

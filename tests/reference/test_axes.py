@@ -980,6 +980,27 @@ def test_unspecified_range_of_ap_at_k_over_retrieved_relevant_when_the_cut_split
         evaluate_rows(qrels, run, [M("AP", 3)], conv.replace(ties="average"))
 
 
+def test_rounding_reports_both_roundings_of_a_value_at_a_half():
+    """A library that rounds to 5 places reports a value at a half (P@64 with one relevant
+    document: 1/64 = 0.015625) as 0.01562 or 0.01563 by the last bit of its own arithmetic
+    (BEIR's AP of 0.634375 came out 0.63438 where the reference's rounded to 0.63437: found by
+    the long fuzz). reported_ranges holds both; the value itself is Python's rounding; a value
+    away from any half keeps one rounding."""
+    from conformance.measures import Measure
+
+    qrels = [("q1", "d0", 1), ("q2", "e0", 1)]
+    run = [("q1", f"d{i}", 64.0 - i) for i in range(64)] + [("q2", f"e{i}", 3.0 - i) for i in range(3)]
+    m = Measure("P", 64)
+    ev = evaluate_rows(qrels, run, [m], Conventions(rounding=5))
+    assert ev.values(m) == {"q1": round(1 / 64, 5), "q2": round(1 / 64, 5)}
+    assert ev.reported_ranges(m) == {"q1": (0.01562, 0.01563), "q2": (0.01562, 0.01563)}
+    assert ev.reported_aggregate(m) == (0.01562, 0.01563)
+    m3 = Measure("P", 3)  # 1/3 and 1/3: no half in sight
+    ev = evaluate_rows(qrels, run, [m3], Conventions(rounding=5))
+    assert ev.reported_ranges(m3)["q2"] == (0.33333, 0.33333)
+    assert ev.reported_ranges(m3) == {q: (v, v) for q, v in ev.values(m3).items()}
+
+
 def test_rounding_rounds_each_query_as_python_does():
     """rounding=N: each query's value is round(v, N) (Python's, correctly rounded), including
     values whose scaled form sits at or near a half, where np.round alone can differ."""
