@@ -275,7 +275,7 @@ class IrMeasuresEntry(Entry):
     tolerance = 1e-12  # pytrec_eval, msmarco and ranx compute in double; see PRINTED_DECIMALS
     description = "ir_measures.iter_calc with the default provider pipeline"
 
-    def tolerance_for(self, measure: Measure) -> float:
+    def tolerance_for(self, measure: Measure, longest: int = 0) -> float:
         """Half a unit of the last digit a provider prints (gdeval: %.5f) plus the float64
         tolerance, else 1e-12. The float64 part is not slack: a value exactly halfway
         (0.234375, printed 0.23438) lies half a unit away in decimal, a hair more in binary."""

@@ -167,6 +167,7 @@ class TorchmetricsEntry(Entry):
     module = "torchmetrics"
     distribution = "torchmetrics"
     tolerance = 1e-6  # float32 throughout
+    float32_sums = True  # ndcg.py, precision_recall_curve.py: sums of float32 tensors
 
     def __init__(self, name: str, description: str, *, action: str = "neg",
                  adaptive_k: bool = False):

@@ -19,6 +19,7 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.errors import EvaluationError
+from conformance.libs.base import longest_list
 from conformance.measures import Measure
 from conformance.paper.reported import Reported
 from conformance.reference import evaluate
@@ -196,14 +197,17 @@ def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Me
             ev = runs[_shared_profile(p)]
             values[(p, m)] = _profile_value(prep, ev, m, p)
     out = []
+    longest = longest_list(run)
     for i, e in enumerate(entries):
         if progress:
             progress(f"library {e.name}", i, len(entries))
         available = live and e.available()
         supported = [m for m in measures if e.supports(m)]
         got = e.evaluate(qrels, run, supported) if available and supported else {}
+        # the loosest of its measures' tolerances on these lists (float32 sums grow with them)
+        tolerance = max([e.tolerance] + [e.tolerance_for(m, longest) for m in supported])
         out.append(EntryEvidence(
-            e.name, e.tolerance, available,
+            e.name, tolerance, available,
             {m: m in supported for m in measures},
             {m: values[(plan[(e.name, m)], m)] for m in supported},
             {m: got.get(m) for m in supported} if available else {},

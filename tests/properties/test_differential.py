@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 
 from conformance.errors import EvaluationError
 from conformance.libs import all_entries
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, longest_list
 from conformance.measures import Measure
 from conformance.reference import Evaluation, evaluate
 from conformance.reference.prepare import Prepared
@@ -216,14 +216,14 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
                     problems.append(f"{q}: library {v!r}, but the reference leaves it out")
                 continue
             lo, hi = lo_all[q], hi_all[q]
-            tol = e.tolerance_for(m)
+            tol = e.tolerance_for(m, longest_list(run))
             ok = _within(v, lo, hi, tol) if unspecified else _close(v, lo, tol)
             if not ok:
                 want = f"[{lo!r}, {hi!r}]" if unspecified else repr(lo)
                 problems.append(f"{q}: library {v!r}, reference {want} (diff {v - lo:.3g})")
         if lib.mean is not None:
             agg_lo, agg_hi = ref.reported_aggregate(m)
-            tol = e.tolerance_for(m)
+            tol = e.tolerance_for(m, longest_list(run))
             ok = (_within(lib.mean, agg_lo, agg_hi, tol) if unspecified
                   else _close(lib.mean, agg_lo, tol))
             if not ok:
