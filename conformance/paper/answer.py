@@ -26,8 +26,8 @@ from conformance.conventions import AXES, Conventions, TREC_EVAL10, format_value
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.paper.cover import distance_to_default, cover, row_text
-from conformance.paper.evidence import (NOT_NEEDED, EntryCheck, EntryEvidence, gather_entries,
-                                        judge_entries)
+from conformance.paper.evidence import (NOT_NEEDED, TIE_ORDER, EntryCheck, EntryEvidence,
+                                        gather_entries, judge_entries, ranged)
 from conformance.paper.reported import PerQueryFile, Reported, ReportedError
 from conformance.reference.prepare import Prepared
 from conformance.reference.sweep import Grid, Sweep, reads
@@ -288,11 +288,13 @@ class PaperResult:
                 if m.tie_range_covers:
                     text += " (another order of its tied documents would reproduce it)"
                 parts.append(f"{metric} {text}")
-            mark = "yes" if e.consistent else "no "
+            mark = "yes" if e.consistent else ("?  " if e.not_run == TIE_ORDER else "no ")
             if e.decided_by == "live":
                 src = ""
             elif e.not_run == NOT_NEEDED:
                 src = " [profile]"  # said once, below the list
+            elif e.not_run == TIE_ORDER:
+                src = " [tie order]"
             else:
                 src = f" [profile; {e.not_run or 'library not run'}]"
             lines.append(f"  {mark} {e.name:<{name_w}}  " + "; ".join(parts) + src)
@@ -300,6 +302,11 @@ class PaperResult:
             lines.append("  [profile]: judged by the entry's declared profile; its library was not run, as "
                          "by that profile it cannot reproduce every value (the differential tests hold "
                          "each profile to its library)")
+        undecided = [e.name for e in self.entries if e.not_run == TIE_ORDER]
+        if undecided:
+            lines.append("  [tie order]: by its declared profile some order of tied documents reproduces "
+                         "the values, but the library's own order is unspecified, so only its run can "
+                         f"tell; --libs {','.join(undecided)} runs it")
         if self.own is not None:
             own = ", ".join(f"{a}={v}" for a, v in self.own["set"].items())
             lines.append("")
@@ -531,11 +538,15 @@ def check_paper(qrels: Qrels, run: Run, reported: Sequence[Reported], *, entries
                       per_query=[r for r in reported if r.qid is not None], entries=entries,
                       live=False, progress=progress, prep=prep)
     if live:
-        by_profile = [c.name for c in judge_entries(evidence.entries, reported) if c.consistent]
+        checks = [c for c in judge_entries(evidence.entries, reported) if c.consistent]
+        exact = [c.name for c in checks if not ranged(c)]
+        # reproducing only through some order of tied documents: the library's own order
+        # decides, so it is run when named, and otherwise said to be undecided
+        tie_order = [c.name for c in checks if ranged(c)]
         if progress:
             progress("libraries", 0, 1)
-        confirm_live(evidence.entries, entries, by_profile + list(confirm), qrels, run,
-                     list(evidence.sweep.grids), timeout)
+        confirm_live(evidence.entries, entries, exact + list(confirm), qrels, run,
+                     list(evidence.sweep.grids), timeout, tie_order=tie_order)
     return answer(evidence, reported, per_query_file)
 
 

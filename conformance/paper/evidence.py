@@ -217,14 +217,24 @@ def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Me
 
 # Why an entry's library was not run live (EntryEvidence.not_run)
 NOT_NEEDED = "not run: by its declared profile it cannot reproduce every value"
+TIE_ORDER = ("not run: by its declared profile some order of tied documents reproduces the "
+             "values, and the library's own order is unspecified")
+
+
+def ranged(check: "EntryCheck") -> bool:
+    """Whether a profile's verdict rests on a range over tie orders (some reported measure's
+    profile value is a range, not one number)."""
+    return any(m.profile is not None and m.profile[0] != m.profile[1] for m in check.metrics.values())
 
 
 def confirm_live(evidence: Sequence[EntryEvidence], entries: Sequence, confirm: Sequence[str],
                  qrels: Qrels, run: Run, measures: Sequence[Measure],
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, tie_order: Sequence[str] = ()) -> None:
     """Run the libraries of the entries named in ``confirm`` live, all at once, each in a
     worker process of its own, and record their outputs in ``evidence`` (in place); every
-    other entry is marked as judged by its profile, with why its library was not run."""
+    other entry is marked as judged by its profile, with why its library was not run
+    (``tie_order``: those whose profile reproduces the values only through some order of tied
+    documents, which only the library's own run could settle)."""
     from conformance.runner import DEFAULT_TIMEOUT, Subject, evaluate_at_once
 
     by_name = {e.name: e for e in entries}
@@ -233,7 +243,7 @@ def confirm_live(evidence: Sequence[EntryEvidence], entries: Sequence, confirm: 
     status, outputs = evaluate_at_once(wanted, subject, DEFAULT_TIMEOUT if timeout is None else timeout)
     for ev in evidence:
         if ev.name not in status:
-            ev.not_run = NOT_NEEDED
+            ev.not_run = TIE_ORDER if ev.name in tie_order else NOT_NEEDED
         elif not status[ev.name].available:
             ev.not_run = f"not run: {status[ev.name].describe()}"
         else:
@@ -280,6 +290,8 @@ def judge_entries(evidence: Sequence[EntryEvidence], reported: Sequence[Reported
                     em.tie_range_covers = all(r.meets(em.profile[0], em.profile[1]) for r in aggregates)
             elif ev.available and em.live_error is not None:
                 em.agrees_with_profile = em.profile_error is not None
+        if ev.not_run == TIE_ORDER:  # undecided: some order would, the library's is unknown
+            consistent = False
         out.append(EntryCheck(ev.name, ev.available, "live" if ev.available else "profile",
                               metrics, consistent, ev.not_run))
     return out

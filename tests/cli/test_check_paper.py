@@ -15,10 +15,10 @@ from click.testing import CliRunner
 
 from conformance import check_paper
 from conformance.cli import main
-from conformance.paper.evidence import NOT_NEEDED
+from conformance.paper.evidence import NOT_NEEDED, TIE_ORDER
 from bundled_example import QRELS, RUN, trec_eval_mean
 
-pytestmark = [pytest.mark.requires_library(n) for n in ("trec_eval", "sklearn", "lightgbm")]
+pytestmark = [pytest.mark.requires_library(n) for n in ("trec_eval", "sklearn", "lightgbm", "ranx")]
 
 
 
@@ -50,9 +50,16 @@ def test_only_the_entries_the_verdict_rests_on_are_run_live():
     # lightgbm's exponential gain gives another number: judged by its profile, and says why
     lgb = by_name["lightgbm"]
     assert lgb.decided_by == "profile" and lgb.not_run == NOT_NEEDED and not lgb.consistent
-    # named by the user: run live although its profile misses
-    named = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="trec_eval,lightgbm")
-    assert {e.name: e.decided_by for e in named.entries}["lightgbm"] == "live"
+    # ranx leaves the order of tied documents unspecified, and some order reproduces the value:
+    # only its own run can tell, so it is undecided (never called consistent) unless named
+    rx = by_name["ranx"]
+    assert rx.decided_by == "profile" and rx.not_run == TIE_ORDER and not rx.consistent
+    assert rx.metrics["nDCG@10"].profile[0] < value < rx.metrics["nDCG@10"].profile[1]
+    assert "?   ranx" in result.render() and "--libs ranx,ranx:make_comparable runs it" in result.render()
+    # named by the user: run live although its profile misses, or only a tie order would do
+    named = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="trec_eval,lightgbm,ranx")
+    decided = {e.name: e.decided_by for e in named.entries}
+    assert decided["lightgbm"] == decided["ranx"] == "live"
 
 
 def test_a_library_error_is_shown_whole(tmp_path):
