@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 from conformance.conventions import AXES, format_value
+from conformance.paper.evidence import TIE_ORDER
 
 # Axes shown first in the conventions table, in this order (the rest follow in AXES order).
 _FIRST = ("gain", "discount", "ideal", "ties", "relevance_threshold")
@@ -108,6 +109,9 @@ def paper_context(result, entries_by_name: dict[str, Any], colours_of) -> dict[s
             "available": lib["available"],
             "decided_by": lib["decided_by"],
             "consistent": lib["consistent"],
+            "not_run": lib.get("not_run"),
+            # some order of tied documents reproduces the values; only the library's run can tell
+            "undecided": lib.get("not_run") == TIE_ORDER,
             "values": values,
             "profile": profile_cells,
             "findings": [v["metric"] for v in values if v.get("finding")],

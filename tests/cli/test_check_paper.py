@@ -56,6 +56,11 @@ def test_only_the_entries_the_verdict_rests_on_are_run_live():
     assert rx.decided_by == "profile" and rx.not_run == TIE_ORDER and not rx.consistent
     assert rx.metrics["nDCG@10"].profile[0] < value < rx.metrics["nDCG@10"].profile[1]
     assert "?   ranx" in result.render() and "--libs ranx,ranx:make_comparable runs it" in result.render()
+    from conformance.report.html import render_paper
+
+    page = render_paper(result)
+    row = page[page.index('data-entry="ranx"'):][:600]
+    assert ">tie order</small>" in row and '<td class="verdict-cell">?</td>' in row
     # named by the user: run live although its profile misses, or only a tie order would do
     named = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="trec_eval,lightgbm,ranx")
     decided = {e.name: e.decided_by for e in named.entries}
