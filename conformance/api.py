@@ -236,11 +236,14 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
         result.anchor = mine
         shown_set = {a: str(v) for a, v in (overrides or {}).items()}
         for s in subjects:
+            convs = pipeline.conventions_for(mine, s.measures, overrides)
+            # one read and join per case; each measure alone, so one refusal stays its own
+            inputs = pipeline.read(s.qrels, s.run, pipeline.one_duplicates_rule(convs))
             for m in s.measures:
                 ref = {"profile": mine, "set": shown_set, "mean": None, "high": None,
                        "per_query": {}, "error": None}
                 try:
-                    ours = pipeline.evaluate(s.qrels, s.run, [m], mine, overrides)
+                    ours = pipeline.evaluate_inputs(inputs, [m], convs)
                 except ConformanceError as exc:  # a convention that refuses this input (raise)
                     ref["error"] = str(exc)
                 else:
