@@ -9,8 +9,6 @@ names) is loaded on first use, so that importing one module of the package (the 
     result.mean["nDCG@10"]
 """
 
-__version__ = "0.1.0"
-
 # public name -> the module that defines it
 _PUBLIC = {
     "Qrels": "conformance.io",
@@ -29,9 +27,10 @@ _PUBLIC = {
     "entries": "conformance.api",
     "compare": "conformance.api",
     "check_paper": "conformance.api",
+    "__version__": "conformance.distribution",  # declared there, read by pyproject.toml
 }
 
-__all__ = sorted(_PUBLIC) + ["__version__"]
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str):

@@ -21,7 +21,8 @@ PACKAGE = ROOT / "conformance"
 # Bottom to top. A module belongs to the first entry that equals its name or is a prefix of it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("vocabulary", ("conformance.errors", "conformance.conventions", "conformance.measures",
-                    "conformance.parallel", "conformance.isolation", "conformance.outputs")),
+                    "conformance.parallel", "conformance.isolation", "conformance.outputs",
+                    "conformance.distribution")),
     ("io", ("conformance.io",)),
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),

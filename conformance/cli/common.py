@@ -41,7 +41,6 @@ from typing import Any, Iterable, NoReturn
 
 import click
 
-from conformance import __version__
 from conformance.conventions import ConventionError
 from conformance.errors import ConformanceError, Stopped
 from conformance.measures import Measure, MeasureError
@@ -172,8 +171,17 @@ class Guarded(click.Group):
             internal_error(exc)
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from conformance.distribution import version_text
+
+        click.echo(version_text())
+        ctx.exit()
+
+
 @click.group(cls=Guarded, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="conformance")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print the version (and, from a git checkout, its commit) and exit.")
 def main() -> None:
     """Ranking metrics (nDCG, AP, RR, P@k...) under named conventions, beside the libraries
     that compute them.

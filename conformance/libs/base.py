@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from conformance import isolation
 from conformance.conventions import Conventions
+from conformance.distribution import pip_command
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 
@@ -78,22 +78,11 @@ class ImportStatus:
         }[self.state]
 
 
-def _normal_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503 / PEP 685
-
-
 def install_command(library: str, distribution: str) -> str:
     """The pip command that adds ``library``: the package's extra of that name where the
-    installed package declares one (pyproject.toml's optional-dependencies), else the
-    library's own distribution."""
-    try:
-        extras = importlib.metadata.metadata("conformance").get_all("Provides-Extra") or []
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
-        extras = []
-    for extra in extras:
-        if _normal_name(extra) == _normal_name(library):
-            return f'pip install "conformance[{extra}]"'
-    return f"pip install {distribution}"
+    package declares one (pyproject.toml's optional-dependencies), else the library's own
+    distribution (``conformance.distribution.pip_command``)."""
+    return pip_command(library, distribution)
 
 
 def error_text(exc: BaseException) -> str:

@@ -12,10 +12,15 @@ from __future__ import annotations
 import importlib
 import os
 
+from conformance.distribution import pip_command
 from conformance.errors import ConformanceError
 
-INSTALL = ('pip install -e ".[rag]" (from a clone; install CPU torch first: pip install torch==2.13.0) '
-           "or pip install 'conformance[rag]'")
+
+
+def install() -> str:
+    """The pip command that adds the extra, as every install hint says it
+    (``conformance.distribution.pip_command``: from a clone or a wheel, torch first if absent)."""
+    return pip_command("rag")
 
 
 class ExtraMissing(ConformanceError):
@@ -29,7 +34,7 @@ def require(modules: tuple[str, ...], what: str) -> None:
             importlib.import_module(name)
         except Exception as exc:  # a broken install is as missing as an absent one
             raise ExtraMissing(f"{what} needs the rag extra ({name} cannot be imported: "
-                               f"{type(exc).__name__}: {exc}); add it with {INSTALL}") from None
+                               f"{type(exc).__name__}: {exc}); add it with {install()}") from None
 
 
 def available(modules: tuple[str, ...]) -> bool:

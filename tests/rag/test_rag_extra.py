@@ -15,7 +15,7 @@ from conformance.rag import extra
 @pytest.fixture(scope="module", autouse=True)
 def need_extra():
     if not extra.available(extra.BM25_MODULES + extra.MINILM_MODULES):
-        message = f"the rag extra is not installed ({extra.INSTALL})"
+        message = f"the rag extra is not installed ({extra.install()})"
         if os.environ.get("CI") == "true":
             pytest.fail(message + ": CI installs it, so these tests must run")
         pytest.skip(message)

