@@ -94,7 +94,7 @@ def _one_profile(fmt: str, name: str, measure_text: str | None) -> None:
         value = r.value + (" (default)" if r.default else "")
         # "not stated" cannot appear for a value the entry sets: tests/libs/test_facts.py
         # Text: a fact quotes code (run[query_id]) that rich would read as markup
-        t.add_row(r.axis, value, Text(f"{r.fact} ({r.where})" if r.fact is not None else "not stated"))
+        t.add_row(Text(r.axis), Text(value), Text(f"{r.fact} ({r.where})" if r.fact is not None else "not stated"))
     console.print(t)
     if quiet:
         click.echo(f"at the vocabulary's default, nothing more stated: {', '.join(quiet)}")
@@ -132,7 +132,6 @@ def _all_entries(fmt, lib_timeout):
         return
     from rich.console import Console
     from rich.table import Table
-
     from rich.text import Text
 
     console = Console(width=max(120, Console().width))
@@ -140,7 +139,10 @@ def _all_entries(fmt, lib_timeout):
     for col in ("entry", "version", "description"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["entry"], r["version"] or f"unavailable ({r['install']})", Text(r["description"]))
+        # Text, never markup: rich reads the extra of 'pip install "...[mteb]"' as a style tag
+        # and drops it, and a description may quote code
+        t.add_row(Text(r["entry"]), Text(r["version"] or f"unavailable ({r['install']})"),
+                  Text(r["description"]))
     console.print(t)
     for r in rows:
         if r["problem"] is not None:

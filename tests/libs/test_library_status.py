@@ -74,12 +74,35 @@ def test_in_process_status_of_an_absent_or_broken_library(fake_site):
 def test_the_pip_command_names_the_extra_the_package_declares():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert "ranx" in extras
-    assert install_command("ranx", "ranx") == 'pip install "conformance[ranx]"'
+    # run from this checkout: the editable install of the extra
+    assert install_command("ranx", "ranx") == 'pip install -e ".[ranx]"'
     # no extra of that name: the library's own distribution
     assert install_command("fake_absent", "fake-absent-dist") == "pip install fake-absent-dist"
     # a real entry whose library is missing names its extra (the library's name, normalised)
     absent = FakeEntry("ranx_absent", "conformance_fake_absent", library="ranx")
-    assert absent.import_status() == ImportStatus("not_installed", 'pip install "conformance[ranx]"')
+    assert absent.import_status() == ImportStatus("not_installed", 'pip install -e ".[ranx]"')
+    absent = FakeEntry("trec_eval_absent", "conformance_fake_absent", library="trec_eval")
+    assert absent.import_status() == ImportStatus("not_installed", 'pip install -e ".[trec-eval]"')
+
+
+_SHADOW = "raise ModuleNotFoundError(\"No module named 'mteb'\", name='mteb')\n"
+
+
+def test_libs_prints_the_extra_of_an_install_command(tmp_path):
+    # rich read '[mteb]' of 'pip install -e ".[mteb]"' as a style tag and printed
+    # 'pip install -e "."'. A module named mteb that is not there, first on every worker's path:
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "mteb.py").write_text(_SHADOW)
+    env = dict(os.environ, COLUMNS="200",
+               PYTHONPATH=os.pathsep.join([str(shadow), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "conformance.cli", "libs", "--lib-timeout", "120"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.split("\nprofiles", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("│ mteb ")]
+    assert rows and all('pip install -e ".[mteb]"' in line for line in rows), rows
+    assert 'mteb: not installed (pip install -e ".[mteb]" adds it)' in done.stdout.splitlines()
 
 
 _LAUNCHER = """
