@@ -14,8 +14,8 @@ project); the import name and the command stay ``conformance``. Every printed in
   ``pyproject.toml``, else the installed metadata) is named by its own distribution.
 
 Extra names are printed normalised (PEP 685: lowercase, runs of ``-_.`` as one hyphen), the only
-spelling that pip before 23.3 matches against a wheel's metadata (``trec-eval``, not
-``trec_eval``).
+spelling that every pip matches against a wheel's metadata (pip 23.2 ignores ``trec_eval``
+where the wheel says ``trec-eval``; pip 26.3 matches both).
 
 :func:`version_text` is what ``conformance --version`` prints: the version (declared once, as
 ``__version__`` here, which ``pyproject.toml`` reads and ``conformance.__version__`` names) and, from a checkout that is a git

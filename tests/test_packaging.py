@@ -44,7 +44,7 @@ def test_the_distribution_is_the_name_the_hints_use():
 
 
 def test_extras_are_named_as_pip_matches_them():
-    # pip before 23.3 matches an extra asked for only by the wheel metadata's normalised spelling
+    # pip 23.2 matches an extra only by the wheel metadata's normalised spelling
     assert sorted(EXTRAS) == sorted(D.normal_name(x) for x in EXTRAS)
     assert {"trec-eval", "ir-measures", "everything"} <= set(EXTRAS)
 
