@@ -28,7 +28,7 @@ echo "wheel-test: built $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) a
 step "built"
 python -m venv "$work/venv"
 py="$work/venv/bin/python"
-"$py" -m pip install -q --disable-pip-version-check "$wheel[trec-eval]"
+"$py" -m pip install -q --disable-pip-version-check --no-compile "$wheel[trec-eval]"
 step "installed"
 
 cd "$work/elsewhere"
