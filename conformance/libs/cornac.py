@@ -71,7 +71,6 @@ PROFILE = Conventions(
     # discount=log2 (the default): dcg_score: np.log2(np.arange(len(ranked_scores)) + 2)
     # ideal=judged (the default): NDCG.compute: idcg = dcg_score(gt_pos, gt_pos, k), every positive
     # k_beyond_list=k (the default): MeasureAtK.compute: tp_fp = self.k if self.k > 0
-    # ap_denominator: no AP (MAP is not supported, see the module docstring)
     empty_query="skip",  # base_method.py ranking_eval: `if len(test_pos_items) == 0: continue`
     ties="unspecified",  # recommender.py Recommender.rank: item_scores.argsort()[::-1]
     # relevance_threshold=1 (the default): ranking_eval(rating_threshold=1.0): rating >= 1.0
@@ -81,7 +80,6 @@ PROFILE = Conventions(
     # query_set=run (the default): the adapter's translation: users in both the run and the qrels
     # depth=none (the default): the whole ranking is passed
     # score_precision=float64 (the default): the scores are float64 into argsort
-    # rr_cutoff: MRR takes no cutoff (RR@k is not supported)
     # rank_source=score (the default): the order comes from the scores
     duplicates="keep",  # np.isin per rank: a document listed twice counts twice (live)
 )
