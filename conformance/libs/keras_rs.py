@@ -4,8 +4,12 @@ Translation (``conformance.libs._listwise``): for each query in both the run and
 retrieved documents' labels (0 when unjudged) as ``y_true`` and the run's scores as ``y_pred``,
 one list at a time, for the per-query values::
 
-    metric = keras_rs.metrics.NDCG(k=k)        # shuffle_ties=True, dtype float32: the defaults
+    metric = keras_rs.metrics.NDCG(k=k, seed=0)   # shuffle_ties=True, dtype float32: the defaults
     metric.update_state(y_true[None, :], y_pred[None, :]);  metric.result()
+
+(a fresh metric for each list, its shuffle seeded 0, so that the same input always gives the
+same output: ties are still ordered by the shuffle, which the profile's ``ties=unspecified``
+covers, but ``conformance run`` prints the same numbers every time);
 
 and every list at once, padded with the label -1 (the library's padding: ``labels >= 0`` is its
 mask), for the library's own mean. Keras reads its backend from ``KERAS_BACKEND`` when first
@@ -118,7 +122,7 @@ class KerasRsEntry(Entry):
     extra = "keras-rs"
     tolerance = 1e-6  # float32 throughout
     float32_sums = True
-    description = "keras_rs.metrics ranking metrics (shuffle_ties=True, float32; torch backend)"
+    description = "keras_rs.metrics ranking metrics (shuffle_ties=True seeded 0, float32; torch backend)"
 
     def import_status(self) -> ImportStatus:
         os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is first imported
@@ -153,10 +157,12 @@ class KerasRsEntry(Entry):
         os.environ.setdefault("KERAS_BACKEND", "torch")
         import keras_rs
 
-        metric = getattr(keras_rs.metrics, _CLASSES[measure.family])(k=measure.cutoff)
+        cls = getattr(keras_rs.metrics, _CLASSES[measure.family])
         per_query = {}
         for item in lists:
-            metric.reset_state()
+            # a fresh metric seeded 0 for each list: the shuffle of ties still decides their
+            # order, but the same list always gets the same one (outputs are reproducible)
+            metric = cls(k=measure.cutoff, seed=0)
             metric.update_state(item.labels[None, :], item.scores[None, :])
             per_query[item.qid] = float(metric.result())
         # the library's mean: every list in one batch, padded with its padding label -1 and a
@@ -169,7 +175,7 @@ class KerasRsEntry(Entry):
         for row, item in enumerate(lists):
             y_true[row, :item.labels.size] = item.labels
             y_pred[row, :item.scores.size] = item.scores
-        metric.reset_state()
+        metric = cls(k=measure.cutoff, seed=0)
         metric.update_state(y_true, y_pred)
         return LibraryValues(per_query=per_query, mean=float(metric.result()))
 
