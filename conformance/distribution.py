@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 DISTRIBUTION = "ranking-conformance"
 TORCH = "pip install torch==2.13.0"
 # the extras whose libraries import torch (pyproject.toml says so beside each)
-NEEDS_TORCH = frozenset({"torchmetrics", "rag", "mteb", "everything"})
+NEEDS_TORCH = frozenset({"torchmetrics", "rag", "mteb", "keras-rs", "everything"})
 
 _PACKAGE = Path(__file__).resolve().parent
 

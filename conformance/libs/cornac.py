@@ -1,0 +1,186 @@
+"""Cornac (optional extra): the ranking metric classes of ``cornac.metrics``.
+
+Translation: what ``cornac.eval_methods.base_method.ranking_eval`` hands each metric, built from a
+run and its qrels. For each user (query) present in both the run and the qrels:
+
+- ``gt_pos``: the user's positive items, the judged documents whose label reaches the threshold
+  (``ranking_eval``'s ``pos_items``: ``rating >= rating_threshold``, default 1.0), as item indices;
+- ``pd_rank``: the run's documents for the user, ordered as ``Recommender.rank`` orders a
+  model's scores (``item_indices[item_scores.argsort()[::-1]]``), as item indices;
+
+then, per measure and user, one call::
+
+    NDCG(k=k).compute(gt_pos=gt_pos, pd_rank=pd_rank)      # k=-1 without a cutoff
+
+A user with no positive item is skipped, as ``ranking_eval`` skips it (``if
+len(test_pos_items) == 0: continue``), so it is in no per-user table and in no mean.
+
+==================  ============================================
+measure             class (``k=-1`` without a cutoff)
+==================  ============================================
+nDCG(@k)            ``NDCG(k)``
+P(@k)               ``Precision(k)``
+R(@k)               ``Recall(k)``
+Success(@k)         ``HitRatio(k)``
+F1(@k)              ``FMeasure(k)`` (beta = 1 only)
+RR                  ``MRR()`` (no cutoff: the class takes none)
+==================  ============================================
+
+Not supported, and why: ``MAP`` and ``AUC`` read the scores of the whole candidate list and
+rank ties at their worst, a tie rule the ``ties`` axis does not name yet; ``NCRR`` (cumulative
+reciprocal rank over its ideal) is a measure family the reference does not have.
+
+Facts behind the profile (cornac 3.0.1, ``cornac/metrics/ranking.py`` and
+``cornac/models/recommender.py``; each confirmed live by ``tests/libs/test_cornac.py``):
+
+- nDCG: ``dcg_score`` takes ``np.isin(pd_rank[:k], gt_pos)`` as the relevance of each rank and
+  gain ``2**rel - 1``, so binary gain; discount ``log2(rank + 1)``; the ideal is
+  ``dcg_score(gt_pos, gt_pos, k)``: min(k, R) relevant slots, R counting positives not ranked
+  (``ideal=judged`` with binary gain); live: positives {a, f}, list c, a, e: nDCG@3 =
+  (1/log2 3) / (1 + 1/log2 3) = 0.38685;
+- Precision: ``tp / tp_fp`` with ``tp_fp = self.k`` when k > 0, even when the list is shorter
+  (``k_beyond_list=k``; live: P@5 of that list = 0.2); with k = -1, the list's length (P over
+  the whole list, 1/3);
+- Recall: ``tp / len(gt_pos)``, R counting positives not ranked (live: R@3 = 0.5);
+- HitRatio: 1.0 when some positive is in the top k, else 0.0;
+- FMeasure: 2 P R / (P + R) of those two, 0 when both are 0 (live: F1@5 = 0.2857);
+- MRR: 1 / the rank of the first positive in the whole ranking; it has no cutoff. When no
+  positive is ranked at all it raises ValueError ("No matched between ground-truth items and
+  recommendations"): inside ``ranking_eval`` it cannot (every candidate item is ranked), but a
+  top-k list meets it; the entry refuses such a case (``known_failure``) rather than score it;
+- a document listed twice is counted at each listing (``np.isin`` per rank): live, positive
+  {a}, list a, a, b: nDCG@3 = 1.6309 and P@3 = 2/3 (``duplicates=keep``);
+- ties: ``Recommender.rank`` orders by ``argsort()[::-1]``, numpy's default (unstable)
+  quicksort reversed: no rule for tied scores (``ties=unspecified``, the reference's range);
+- scores float64, as the model's scores are passed to ``argsort``;
+- users: ``ranking_eval`` scores the test users (here: the run's users that have judgments) and
+  skips one with no positive item (``empty_query=skip``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.conventions import Conventions
+from conformance.io.data import Qrels, Run
+from conformance.libs.base import Entry, LibraryValues
+from conformance.measures import Measure
+
+PROFILE = Conventions(
+    gain="binary",  # ranking.py NDCG.dcg_score: gain = 2**np.isin(...).astype(int) - 1
+    # discount=log2 (the default): dcg_score: np.log2(np.arange(len(ranked_scores)) + 2)
+    # ideal=judged (the default): NDCG.compute: idcg = dcg_score(gt_pos, gt_pos, k), every positive
+    # k_beyond_list=k (the default): MeasureAtK.compute: tp_fp = self.k if self.k > 0
+    empty_query="skip",  # base_method.py ranking_eval: `if len(test_pos_items) == 0: continue`
+    ties="unspecified",  # recommender.py Recommender.rank: item_scores.argsort()[::-1]
+    # relevance_threshold=1 (the default): ranking_eval(rating_threshold=1.0): rating >= 1.0
+    # threshold_scope=binary (the default): with binary gain every measure reads the threshold
+    # negative_labels=unjudged (the default): a rating below the threshold is not positive
+    # label_type=float (the default): ratings compared as floats (rating >= rating_threshold)
+    # query_set=run (the default): the adapter's translation: users in both the run and the qrels
+    # depth=none (the default): the whole ranking is passed
+    # score_precision=float64 (the default): the scores are float64 into argsort
+    # rank_source=score (the default): the order comes from the scores
+    duplicates="keep",  # np.isin per rank: a document listed twice counts twice (live)
+)
+
+_CLASSES = {  # family -> (class in cornac.metrics, takes k)
+    "nDCG": ("NDCG", True),
+    "P": ("Precision", True),
+    "R": ("Recall", True),
+    "Success": ("HitRatio", True),
+    "F1": ("FMeasure", True),
+    "RR": ("MRR", False),
+}
+
+_NO_MATCH = ("refused by the adapter: no positive item of user {qid!r} is in its ranking, on "
+             "which cornac's MRR raises ValueError ('No matched between ground-truth items and "
+             "recommendations') instead of scoring 0")
+
+
+def _users(qrels: Qrels, run: Run, threshold: float) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(user, gt_pos, pd_rank) for each user in both the run and the qrels that has a positive
+    item, users in id order: item indices of one vocabulary of document ids, ``pd_rank`` in
+    ``Recommender.rank``'s order of the run's scores."""
+    items: dict[str, int] = {}
+    positives: dict[str, list[int]] = {}
+    judged: set[str] = set()
+    for q, d, label in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(),
+                           qrels.label.tolist()):
+        judged.add(q)
+        if label >= threshold:  # ranking_eval's pos_items: rating >= rating_threshold
+            positives.setdefault(q, []).append(items.setdefault(d, len(items)))
+    lists: dict[str, tuple[list[int], list[float]]] = {}
+    for q, d, s in zip(run.query_ids().tolist(), run.doc_ids().tolist(), run.score.tolist()):
+        if q in judged:
+            ids, scores = lists.setdefault(q, ([], []))
+            ids.append(items.setdefault(d, len(items)))
+            scores.append(s)
+    out = []
+    for q in sorted(lists):
+        if q not in positives:
+            continue  # ranking_eval: `if len(test_pos_items) == 0: continue`
+        ids, scores = lists[q]
+        item_indices, item_scores = np.asarray(ids), np.asarray(scores, dtype=np.float64)
+        pd_rank = item_indices[item_scores.argsort()[::-1]]  # Recommender.rank, k=-1
+        out.append((q, np.asarray(positives[q]), pd_rank))
+    return out
+
+
+class CornacEntry(Entry):
+    name = "cornac"
+    library = "cornac"
+    module = "cornac"
+    distribution = "cornac"
+    tolerance = 1e-12
+    description = "cornac.metrics ranking classes on what ranking_eval hands them (threshold 1.0)"
+
+    def supports(self, measure: Measure) -> bool:
+        spec = _CLASSES.get(measure.family)
+        if spec is None or measure.alpha is not None:
+            return False
+        if not spec[1] and measure.cutoff is not None:
+            return False  # MRR takes no k
+        if measure.family == "F1" and measure.param("beta") != 1.0:
+            return False  # FMeasure is F1 only
+        conv = measure.conventions(PROFILE)
+        differing = set(conv.differing_axes(PROFILE)) - {"relevance_threshold"}
+        return not differing  # the threshold is ranking_eval's rating_threshold
+
+    def profile(self, measure: Measure) -> Conventions:
+        return PROFILE
+
+    def default_profile(self) -> Conventions:
+        return PROFILE
+
+    def _threshold(self, measure: Measure) -> float:
+        return float(measure.conventions(PROFILE).relevance_threshold)
+
+    def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """MRR on a user none of whose positive items is ranked: cornac raises (see the module
+        docstring). Smallest case: qrels {u1: {a: 1}}, run {u1: {b: 1.0}}."""
+        if measure is None or measure.family != "RR" or not self.supports(measure):
+            return None
+        for qid, gt_pos, pd_rank in _users(qrels, run, self._threshold(measure)):
+            if not np.isin(pd_rank, gt_pos).any():
+                return _NO_MATCH.format(qid=qid)
+        return None
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        if not self.supports(measure):
+            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
+        failure = self.known_failure(qrels, run, measure)
+        if failure is not None:
+            return LibraryValues(error=failure)
+        import cornac.metrics
+
+        cls_name, takes_k = _CLASSES[measure.family]
+        cls = getattr(cornac.metrics, cls_name)
+        metric = cls(k=measure.cutoff if measure.cutoff is not None else -1) if takes_k else cls()
+        per_query = {qid: float(metric.compute(gt_pos=gt_pos, pd_rank=pd_rank))
+                     for qid, gt_pos, pd_rank in _users(qrels, run, self._threshold(measure))}
+        # no mean: ranking_eval's (a plain sum over len) is not called, the metrics are
+        return LibraryValues(per_query=per_query)
+
+
+ENTRIES: list[Entry] = [CornacEntry()]

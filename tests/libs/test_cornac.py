@@ -1,0 +1,128 @@
+"""Cornac through its adapter, live: every fact of the profile in ``conformance/libs/cornac.py``.
+
+Expected values are hand computation (written out below), never the reference implementation.
+The metric classes are also called directly where a fact is about the class itself (MRR's
+refusal, a shorter list, a duplicate), so a Cornac release that changes one fails here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conformance.io.data import Qrels, Run
+from conformance.libs import entry
+from conformance.libs.cornac import PROFILE
+from conformance.measures import Measure, parse_measure
+from libcall import call
+
+pytestmark = pytest.mark.requires_library("cornac")
+
+L2_3 = math.log2(3)
+# positives a and f (f not ranked), the ranking c, a, e
+QRELS = [("u1", "a", 1), ("u1", "f", 1), ("u1", "c", 0)]
+RUN = [("u1", "c", 3.0), ("u1", "a", 2.0), ("u1", "e", 1.0)]
+
+
+def value(name: str, qrels=QRELS, run=RUN, user: str = "u1") -> float:
+    lv = call("cornac", name, qrels, run)
+    assert lv.error is None, lv.error
+    return lv.per_query[user]
+
+
+def test_ndcg_binary_gain_log2_ideal_over_min_k_r():
+    # dcg = 1/log2(3) (a at rank 2); ideal: min(3, R=2) relevant slots = 1 + 1/log2(3)
+    assert value("nDCG@3") == pytest.approx((1 / L2_3) / (1 + 1 / L2_3), abs=1e-15)
+    # without a cutoff the ideal holds every positive: the same here
+    assert value("nDCG") == pytest.approx((1 / L2_3) / (1 + 1 / L2_3), abs=1e-15)
+    # @1: the ideal is one slot, a is not in it
+    assert value("nDCG@1") == 0.0
+
+
+def test_ndcg_gain_is_binary_whatever_the_label():
+    graded = [("u1", "a", 3), ("u1", "f", 1), ("u1", "c", 0)]
+    assert value("nDCG@3", qrels=graded) == pytest.approx((1 / L2_3) / (1 + 1 / L2_3), abs=1e-15)
+    assert PROFILE.gain == "binary"
+
+
+def test_precision_divides_by_k_even_past_the_list():
+    assert value("P@5") == pytest.approx(1 / 5)  # tp_fp = k
+    assert value("P@2") == pytest.approx(1 / 2)
+    assert value("SetP") == pytest.approx(1 / 3)  # k = -1: the list's length
+
+
+def test_recall_counts_positives_not_ranked():
+    assert value("R@3") == pytest.approx(1 / 2)
+    assert value("R@1") == 0.0
+
+
+def test_hit_ratio_and_f1():
+    assert value("Success@1") == 0.0 and value("Success@2") == 1.0
+    p, r = 1 / 5, 1 / 2
+    assert value("F1@5") == pytest.approx(2 * p * r / (p + r))
+
+
+def test_mrr_reads_the_whole_ranking_and_takes_no_cutoff():
+    assert value("RR") == pytest.approx(1 / 2)
+    assert not entry("cornac").supports(parse_measure("RR@3"))
+
+
+def test_mrr_raises_when_no_positive_is_ranked_and_the_entry_refuses():
+    from cornac.metrics import MRR
+
+    with pytest.raises(ValueError, match="No matched"):
+        MRR().compute(gt_pos=np.array([0]), pd_rank=np.array([1, 2]))
+    lv = call("cornac", "RR", [("u1", "a", 1)], [("u1", "b", 1.0)])
+    assert lv.error is not None and "MRR raises ValueError" in lv.error
+    e = entry("cornac")
+    assert e.known_failure(Qrels.from_records([("u1", "a", 1)]),
+                           Run.from_records([("u1", "b", 1.0)]), parse_measure("RR")) == lv.error
+
+
+def test_a_document_listed_twice_counts_twice():
+    from cornac.metrics import NDCG, Precision
+
+    gt, rank = np.array([0]), np.array([0, 0, 1])
+    assert NDCG(3).compute(gt_pos=gt, pd_rank=rank) == pytest.approx(1 + 1 / L2_3)
+    assert Precision(3).compute(gt_pos=gt, pd_rank=rank) == pytest.approx(2 / 3)
+    qrels, run = [("u1", "a", 1)], [("u1", "a", 2.0), ("u1", "a", 1.5), ("u1", "b", 1.0)]
+    assert value("nDCG@3", qrels, run) == pytest.approx(1 + 1 / L2_3)
+    assert PROFILE.duplicates == "keep"
+
+
+def test_a_user_without_positives_is_skipped():
+    qrels = QRELS + [("u2", "x", 0)]
+    run = RUN + [("u2", "x", 1.0)]
+    lv = call("cornac", "nDCG@3", qrels, run)
+    assert set(lv.per_query) == {"u1"}
+    # the class itself divides 0 by 0 on such a user, which ranking_eval never asks
+    from cornac.metrics import NDCG
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        assert math.isnan(NDCG(3).compute(gt_pos=np.array([], dtype=int), pd_rank=np.array([1])))
+    assert PROFILE.empty_query == "skip"
+
+
+def test_rating_threshold_is_the_relevance_threshold():
+    qrels = [("u1", "a", 2), ("u1", "f", 1)]
+    m2 = Measure("R", 3, (("relevance_threshold", 2),))
+    lv = entry("cornac").evaluate(Qrels.from_records(qrels), Run.from_records(RUN), [m2])[m2]
+    assert lv.per_query == {"u1": 1.0}  # only a (label 2) is positive, and it is ranked
+
+
+def test_ties_follow_argsort_reversed():
+    # Recommender.rank: item_scores.argsort()[::-1]; on a short list numpy's quicksort is an
+    # insertion sort (stable), so tied items come out in reverse input order: one case of the
+    # unspecified order the profile declares
+    assert PROFILE.ties == "unspecified"
+    tied = [("u1", "b", 1.0), ("u1", "a", 1.0)]
+    assert value("RR", [("u1", "a", 1)], tied) == 1.0
+    assert value("RR", [("u1", "b", 1)], tied) == 0.5
+
+
+def test_map_auc_ncrr_and_graded_dcg_are_not_claimed():
+    e = entry("cornac")
+    for text in ("AP", "AP@5", "AUROC", "DCG@5", "Rprec"):
+        assert not e.supports(parse_measure(text)), text
