@@ -78,11 +78,13 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
               help="With --example: use the committed variant outputs even when the rag extra could rebuild them.")
 @click.option("--json", "json_path", metavar="OUT", help="Write everything as JSON.")
 @click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--missing", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+              help="A gold query a variant has no output for: a failure (generation scores 0) or left out.")
 @click.option("--quiet", is_flag=True, help="No warnings on stderr.")
 @reports_errors
 def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, compare_judge,
                 graded, by, context_k, correlate, quality, rank_by, resamples, seed, example, precomputed,
-                json_path, html_path, quiet):
+                json_path, html_path, missing, quiet):
     """Evaluate RAG pipeline variants over one gold file: retrieval under named conventions with
     their spread across libraries, faithfulness, answer relevance and correctness, per-query
     diagnoses, paired bootstrap comparisons, per-slice tables and, with --correlate, which
@@ -122,7 +124,7 @@ def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url
         gold_path, variant_paths, cutoffs, profile=profile_name, judge=judge, judge_url=judge_url,
         judge_model=judge_model, compare_judge=compare_judge, graded=graded, by=by, corpus=corpus_path,
         context_k=context_k, correlate=correlate, quality=quality_source, rank_by=rank_by, resamples=resamples,
-        seed=seed)
+        seed=seed, missing=missing)
     if example:
         example_run.relabel(result, variant_paths)
     _warn(result, quiet)

@@ -6,12 +6,19 @@ With k the diagnosis cutoff (the largest ``--k``), the flags, in pipeline order:
 
 1. ``not_retrieved``: no relevant document in the top k;
 2. ``ranked_low``: a relevant document is in the top k, but the first one comes after the
-   first non-relevant document (the generator read a distractor first);
-3. ``no_answer``: the answer holds no claim (empty, or nothing checkable);
-4. ``unsupported``: faithfulness below ``unsupported_below`` (0.5): most claims are not
+   first non-relevant document (the generator read a distractor first), and the answer is
+   wrong (correctness 0): a correct answer read past the distractor, so ranking is not blamed;
+3. ``abstained``: the answer declines to answer (``conformance.rag.text.abstains``) although
+   the gold file has a relevant document;
+4. ``no_answer``: the answer holds no claim (empty, or nothing checkable);
+5. ``unsupported``: faithfulness below ``unsupported_below`` (0.5): most claims are not
    supported by the context;
-5. ``off_topic``: answer relevance below ``off_topic_below`` (0.3);
-6. ``incorrect``: the gold answer substring is not in the answer.
+6. ``off_topic``: answer relevance below ``off_topic_below`` (0.3);
+7. ``incorrect``: the gold answer substring is not in the answer.
+
+An unanswerable gold query (no relevant document) has one flag of its own instead:
+``answered_unanswerable`` when the answer does not abstain (the pipeline invented an answer the
+documents cannot give); it is ``ok`` when the answer abstains.
 
 A metric the judge could not give (recorded as an error) raises no flag. The diagnosis is the
 first flag raised, ``ok`` when none is, ``missing`` when the variant has no output for the
@@ -27,16 +34,19 @@ import numpy as np
 from conformance.rag.generation import GenerationScores
 from conformance.rag.inputs import Gold, Outputs
 
-FLAGS = ("not_retrieved", "ranked_low", "no_answer", "unsupported", "off_topic", "incorrect")
+FLAGS = ("not_retrieved", "ranked_low", "abstained", "no_answer", "unsupported", "off_topic", "incorrect",
+         "answered_unanswerable")
 DIAGNOSES = ("missing",) + FLAGS + ("ok",)
 MEANINGS = {
     "missing": "the variant gave no output for the query",
     "not_retrieved": "no relevant document in the top k",
-    "ranked_low": "relevant documents retrieved, the first after a non-relevant one",
+    "ranked_low": "relevant documents retrieved, the first after a non-relevant one, and the answer is wrong",
+    "abstained": "the answer declines to answer, but the gold file has a relevant document",
     "no_answer": "the answer claims nothing",
     "unsupported": "the answer's claims are mostly not supported by the context",
     "off_topic": "the answer does not address the question",
     "incorrect": "the gold answer is not in the answer",
+    "answered_unanswerable": "no document is relevant, yet the answer does not abstain",
     "ok": "no stage failed",
 }
 UNSUPPORTED_BELOW = 0.5
@@ -103,15 +113,19 @@ def diagnose(gold: Gold, out: Outputs, gen: GenerationScores, qids: list[str], k
     first_non = first(~relevant)
     in_top = np.bincount(q_row[relevant & (rank <= k)], minlength=n)
 
+    answerable = np.array([gold.queries[q].answerable for q in qids], dtype=bool)
     answered = gen.answered
+    ok = answered & answerable
     with np.errstate(invalid="ignore"):
         flags_by = {
-            "not_retrieved": answered & (in_top == 0),
-            "ranked_low": answered & (in_top > 0) & (first_non > 0) & (first_non < first_rel),
-            "no_answer": answered & (gen.n_claims == 0),
-            "unsupported": answered & (gen.faithfulness < unsupported_below),
-            "off_topic": answered & (gen.relevance < off_topic_below),
-            "incorrect": answered & (gen.correctness == 0),
+            "not_retrieved": ok & (in_top == 0),
+            "ranked_low": ok & (in_top > 0) & (first_non > 0) & (first_non < first_rel) & (gen.correctness == 0),
+            "abstained": ok & gen.abstained,
+            "no_answer": ok & ~gen.abstained & (gen.n_claims == 0),
+            "unsupported": ok & (gen.faithfulness < unsupported_below),
+            "off_topic": ok & (gen.relevance < off_topic_below),
+            "incorrect": ok & ~gen.abstained & (gen.correctness == 0),
+            "answered_unanswerable": answered & ~answerable & ~gen.abstained,
         }
     flags = [[f for f in FLAGS if flags_by[f][i]] for i in range(n)]
     diagnosis = ["missing" if not answered[i] else (flags[i][0] if flags[i] else "ok") for i in range(n)]
@@ -137,6 +151,10 @@ def detail(d: Diagnoses, gen: GenerationScores, i: int) -> str:
         return f"faithfulness {gen.faithfulness[i]:.2f} ({supported} of {len(grades)} claims supported)"
     if kind == "off_topic":
         return f"answer relevance {gen.relevance[i]:.2f}"
+    if kind == "abstained":
+        return "the answer abstains, but the gold file has a relevant document"
+    if kind == "answered_unanswerable":
+        return "no document is relevant to the query, yet the answer does not abstain"
     if kind == "incorrect":
         return "the gold answer substring is not in the answer"
     return "retrieved, ranked first, supported, on topic" + (", correct" if gen.correctness[i] == 1 else "")

@@ -11,6 +11,11 @@ generator was given) and a judge's grades g_i in {0, 1, 2} for each claim agains
 - answer correctness = 1 when the gold answer substring occurs in the answer after
   normalisation (``conformance.rag.text.contains``), else 0.
 
+An **unanswerable** gold query (no document judged relevant) is scored by the abstention rule:
+correctness is 1 when the answer abstains (``conformance.rag.text.abstains``, or the record's
+``abstained``) and 0 when it answers. An answer that abstains claims nothing and is not judged
+(no faithfulness, no relevance); on an answerable query its correctness is 0.
+
 What 0/0 and missing pieces give (each NaN, left out of every mean, and counted): an answer with
 no claim (m = 0: nothing to check) has no faithfulness; a query without a ``query`` text has no
 relevance; without ``gold_answer_substring`` no correctness; an item the judge could not answer
@@ -28,7 +33,7 @@ import numpy as np
 from conformance.rag.inputs import Gold, Outputs
 from conformance.rag.judges import Judge, RelevanceTask, SupportTask
 from conformance.rag.text import claims as split_claims
-from conformance.rag.text import contains, tokens
+from conformance.rag.text import abstains, contains, tokens
 
 GENERATION_METRICS = ("faithfulness", "faithfulness_graded", "relevance", "correctness")
 
@@ -42,6 +47,7 @@ class GenerationScores:
     relevance: np.ndarray
     correctness: np.ndarray
     answered: np.ndarray  # the variant has an output for the query
+    abstained: np.ndarray  # the answer declines to answer (``conformance.rag.text.abstains``)
     n_claims: np.ndarray
     answer_tokens: np.ndarray
     claims: list[list[str]] = field(default_factory=list)
@@ -75,10 +81,11 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
             o = out.records.get(q)
             if o is None:
                 continue
-            cs = split_claims(o.answer)
+            declined = o.abstained if o.abstained is not None else abstains(o.answer)
+            cs = [] if declined else split_claims(o.answer)
             claim_lists[vi, qi] = cs
             support_tasks.append(SupportTask(tuple(cs), context_of(o.texts, context_k)))
-            question = gold.queries[q].query
+            question = None if declined else gold.queries[q].query
             if question is not None:
                 relevance_tasks.append(RelevanceTask(question, o.answer))
             where.append((vi, qi, question is not None))
@@ -90,13 +97,15 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
     for vi, out in enumerate(variants):
         nan = lambda: np.full(n, np.nan)  # noqa: E731
         result[out.name] = GenerationScores(
-            nan(), nan(), nan(), nan(), np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, np.int64),
+            nan(), nan(), nan(), nan(), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64),
+            np.zeros(n, np.int64),
             [[] for _ in range(n)], [None] * n, [None] * n, [None] * n, [None] * n)
     for (vi, qi, has_question), s in zip(where, support):
         g = result[variants[vi].name]
         o = variants[vi].records[qids[qi]]
         cs = claim_lists[vi, qi]
         g.answered[qi] = True
+        g.abstained[qi] = declined = o.abstained if o.abstained is not None else abstains(o.answer)
         g.claims[qi] = cs
         g.n_claims[qi] = len(cs)
         g.answer_tokens[qi] = len(tokens(o.answer))
@@ -113,9 +122,11 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
                 g.relevance_error[qi] = r.error or "the judge gave no score"
             else:
                 g.relevance[qi] = r.score
-        gold_answer = gold.queries[qids[qi]].gold_answer
-        if gold_answer is not None:
-            g.correctness[qi] = 1.0 if contains(o.answer, gold_answer) else 0.0
+        gq = gold.queries[qids[qi]]
+        if not gq.answerable:
+            g.correctness[qi] = 1.0 if declined else 0.0  # the abstention rule
+        elif gq.gold_answer is not None:
+            g.correctness[qi] = 0.0 if declined else float(contains(o.answer, gq.gold_answer))
     return result
 
 

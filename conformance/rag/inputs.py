@@ -32,6 +32,8 @@ JSONL, one query a line::
   an error. ``text`` may be left out when a corpus gives the document's text; a record's own
   text wins over the corpus (it is what the generator saw).
 - ``answer``: a string (it may be empty: then nothing is claimed).
+- ``abstained`` (optional): true when the pipeline declined to answer, false when it did not;
+  without it, an answer abstains when ``conformance.rag.text.abstains`` says so.
 - other keys are ignored. Two records of one query are an error naming both lines.
 
 Corpus (``read_corpus``)
@@ -193,6 +195,7 @@ class GoldQuery:
     gold_answer: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # query_class and every other key
     line: int = 0
+    answerable: bool = True  # the gold file judges at least one document relevant (label > 0)
 
 
 @dataclass
@@ -206,6 +209,10 @@ class Gold:
     @property
     def qids(self) -> list[str]:
         return sorted(self.queries)
+
+    @property
+    def answerable_qids(self) -> list[str]:
+        return sorted(q for q, g in self.queries.items() if g.answerable)
 
     def field_values(self, name: str) -> dict[str, Any]:
         """qid -> the value of metadata field ``name`` (queries without it are absent)."""
@@ -249,12 +256,11 @@ def read_gold(path: str | os.PathLike) -> Gold:
                 if k in g.metadata:
                     _agree(g, k, g.metadata[k], v, fail, present=True)
                 g.metadata[k] = v
-    judged = set(qrels.present_qids().tolist())
-    for q in list(queries):
-        if q not in judged:
-            # a record with no judged document: io counted it as read and ignored; its query
-            # has nothing to retrieve, so it is not a gold query
-            del queries[q]
+    positive = set(np.asarray(qrels.query_ids())[np.asarray(qrels.label, np.float64) > 0].astype(str).tolist())
+    for q, g in queries.items():
+        # a query with no relevant document (an empty gold_doc_ids, or only grades of 0) is
+        # unanswerable from the corpus: kept, and scored by the abstention rule
+        g.answerable = q in positive
     return Gold(qrels, queries, os.fsdecode(path))
 
 
@@ -317,6 +323,7 @@ class Output:
     answer: str
     line: int
     scored: bool = True  # whether the record gave scores
+    abstained: bool | None = None  # the record's own "abstained" (None: read from the answer)
 
 
 @dataclass
@@ -360,13 +367,21 @@ def outputs_from_records(records: Iterable[tuple[str, int | None, Mapping[str, A
     if counts.read == 0:
         counts.read = len(out)
     counts.used = counts.read
-    rows = [(q, d, s, float(i + 1)) for q, o in out.items()
-            for i, (d, s) in enumerate(zip(o.doc_ids, o.scores.tolist()))]
-    run = Run.from_records(rows, src)
-    run.line = np.array([out[q].line or 0 for q, _, _, _ in rows], dtype=np.int64)
-    run.counts = ReadCounts(read=len(rows), used=len(rows))
+    run = run_of(out, src)
     unsorted = sum(1 for o in out.values() if o.scored and o.scores.size > 1 and bool((np.diff(o.scores) > 0).any()))
     return Outputs(name, src, out, run, counts, unsorted)
+
+
+def run_of(records: Mapping[str, Output], source: str, qids: Iterable[str] | None = None) -> Run:
+    """The retrieved lists of ``records`` (only the queries ``qids`` when given) as a Run whose
+    rows are in list order within each query."""
+    keep = None if qids is None else set(qids)
+    rows = [(q, d, s, float(i + 1)) for q, o in records.items() if keep is None or q in keep
+            for i, (d, s) in enumerate(zip(o.doc_ids, o.scores.tolist()))]
+    run = Run.from_records(rows, source)
+    run.line = np.array([records[q].line or 0 for q, _, _, _ in rows], dtype=np.int64)
+    run.counts = ReadCounts(read=len(rows), used=len(rows))
+    return run
 
 
 def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mapping[str, str] | None) -> Output:
@@ -386,6 +401,9 @@ def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mappin
     answer = rec["answer"]
     if not isinstance(answer, str):
         raise fail(f"query {q!r}: 'answer' is {_kind(answer)}: expected a string")
+    abstained = rec.get("abstained")
+    if abstained is not None and not isinstance(abstained, bool):
+        raise fail(f"query {q!r}: 'abstained' is {_kind(abstained)}: expected true, false or null")
     doc_ids: list[str] = []
     scores: list[float] = []
     texts: list[str] = []
@@ -430,7 +448,7 @@ def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mappin
         texts.append(t)
     n = len(doc_ids)
     values = np.array(scores, dtype=np.float64) if with_score else np.arange(n, 0, -1, dtype=np.float64)
-    return Output(q, doc_ids, values, texts, answer, line or 0, bool(with_score))
+    return Output(q, doc_ids, values, texts, answer, line or 0, bool(with_score), abstained)
 
 
 # --------------------------------------------------------------------------------------------

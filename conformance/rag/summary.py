@@ -34,15 +34,27 @@ def _cell(cell, with_spread: bool) -> str:
     return text
 
 
+def _count(cell, rule: str) -> str:
+    """Beside a generation mean: how the queries without output entered it."""
+    if not cell.missing:
+        return ""
+    if rule == "skip":
+        return f" over {cell.of - cell.missing} of {cell.of} queries"
+    return f" ({cell.missing} missing as 0)"
+
+
 def _table(result, label: str, with_spread: bool) -> list[str]:
     cells = result.table[label]
     names = [v.name for v in result.variants]
-    width = max([14] + [len(n) + 2 for n in names]) + (12 if with_spread else 0)
+    generation = set(result.metric_names[len(result.measures):])
+    counts = [_count(cells[v][m], result.missing) for v in names for m in generation]
+    width = max([14] + [len(n) + 2 for n in names] + [8 + len(c) for c in counts]) + (12 if with_spread else 0)
     lines = ["metric".ljust(NAME_WIDTH) + "".join(n.ljust(width) for n in names) + "n"]
     for metric in result.metric_names:
         row = [cells[v][metric] for v in names]
         ns = sorted({c.interval.n for c in row})
-        lines.append(metric.ljust(NAME_WIDTH) + "".join(_cell(c, with_spread).ljust(width) for c in row)
+        texts = [_cell(c, with_spread) + (_count(c, result.missing) if metric in generation else "") for c in row]
+        lines.append(metric.ljust(NAME_WIDTH) + "".join(t.ljust(width) for t in texts)
                      + "/".join(str(n) for n in ns))
     return lines
 

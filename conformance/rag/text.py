@@ -70,6 +70,26 @@ def contains(answer: str, gold: str) -> bool:
     return f" {g} " in f" {a} "
 
 
+# An answer that declines to answer. Matched as whole words in the normalised answer
+# (``normalise``); an output record's own ``"abstained": true/false`` wins over the phrases.
+ABSTENTION_PHRASES = tuple(normalise_ for normalise_ in """
+i don't know|i do not know|cannot answer|can't answer|cannot be answered|unable to answer
+no information|not enough information|insufficient information|no answer
+do not mention|don't mention|does not mention|doesn't mention|not mentioned
+do not say|don't say|does not say|doesn't say|say nothing|says nothing|not stated
+do not contain|does not contain|don't contain|doesn't contain|unanswerable
+""".replace("\n", "|").split("|") if normalise_.strip())
+
+
+def abstains(answer: str) -> bool:
+    """Whether ``answer`` declines to answer: empty after normalisation, or holding one of
+    :data:`ABSTENTION_PHRASES` as whole words."""
+    a = f" {normalise(answer)} "
+    if not a.strip():
+        return True
+    return any(f" {normalise(p)} " in a for p in ABSTENTION_PHRASES)
+
+
 class Vocabulary:
     """Distinct content tokens -> consecutive integer ids; texts -> sorted arrays of unique ids.
 

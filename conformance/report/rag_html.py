@@ -40,6 +40,7 @@ from conformance.report.html import _render_page, _script_json, _static, _write_
 DIAGNOSIS_COLOURS = {
     "missing": "#9aa5b1", "not_retrieved": "#d64545", "ranked_low": "#f0a202", "no_answer": "#7c5cbf",
     "unsupported": "#c2185b", "off_topic": "#5c8ed6", "incorrect": "#8d6e63", "ok": "#2f8f5b",
+    "abstained": "#b08900", "answered_unanswerable": "#6b2d2d", "error": "#333333",
 }
 TOP_PLOTTED = 20  # candidates drawn in the correlation plot (all are in its table)
 PLOT_WIDTH = 260
