@@ -62,6 +62,12 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
               help="overlap (deterministic), embedding (the rag extra) or your own module:name.")
 @click.option("--judge-url", metavar="URL", help="A chat-completions endpoint to judge with instead.")
 @click.option("--judge-model", metavar="NAME", help="The model name sent to --judge-url.")
+@click.option("--judge-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              metavar="SECONDS", help="Seconds to wait for one --judge-url reply.")
+@click.option("--judge-workers", type=click.IntRange(min=1), default=4, show_default=True, metavar="N",
+              help="Concurrent --judge-url requests.")
+@click.option("--stopwords", type=click.Choice(["en", "de", "fr", "es", "none"]), default="en", show_default=True,
+              help="The function words the overlap judge ignores.")
 @click.option("--compare-judge", metavar="NAME|module:name", help="A second judge; their agreement is reported.")
 @click.option("--graded", is_flag=True, help="Faithfulness from graded verdicts 0 / 1 / 2.")
 @click.option("--by", "by", default="query_class", show_default=True, metavar="FIELD",
@@ -82,7 +88,8 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
               help="A gold query a variant has no output for: a failure (generation scores 0) or left out.")
 @click.option("--quiet", is_flag=True, help="No warnings on stderr.")
 @reports_errors
-def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, compare_judge,
+def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, judge_timeout,
+            judge_workers, stopwords, compare_judge,
                 graded, by, context_k, correlate, quality, rank_by, resamples, seed, example, precomputed,
                 json_path, html_path, missing, quiet):
     """Evaluate RAG pipeline variants over one gold file: retrieval under named conventions with
@@ -124,7 +131,7 @@ def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url
         gold_path, variant_paths, cutoffs, profile=profile_name, judge=judge, judge_url=judge_url,
         judge_model=judge_model, compare_judge=compare_judge, graded=graded, by=by, corpus=corpus_path,
         context_k=context_k, correlate=correlate, quality=quality_source, rank_by=rank_by, resamples=resamples,
-        seed=seed, missing=missing)
+        seed=seed, missing=missing, judge_timeout=judge_timeout, judge_workers=judge_workers, stopwords=stopwords)
     if example:
         example_run.relabel(result, variant_paths)
     _warn(result, quiet)

@@ -116,16 +116,17 @@ def diagnose(gold: Gold, out: Outputs, gen: GenerationScores, qids: list[str], k
     answerable = np.array([gold.queries[q].answerable for q in qids], dtype=bool)
     answered = gen.answered
     ok = answered & answerable
+    declined = gen.abstained & (gen.answer_tokens > 0)  # an empty answer is no_answer, not an abstention
     with np.errstate(invalid="ignore"):
         flags_by = {
             "not_retrieved": ok & (in_top == 0),
             "ranked_low": ok & (in_top > 0) & (first_non > 0) & (first_non < first_rel) & (gen.correctness == 0),
-            "abstained": ok & gen.abstained,
-            "no_answer": ok & ~gen.abstained & (gen.n_claims == 0),
+            "abstained": ok & declined,
+            "no_answer": ok & ~declined & (gen.n_claims == 0),
             "unsupported": ok & (gen.faithfulness < unsupported_below),
             "off_topic": ok & (gen.relevance < off_topic_below),
             "incorrect": ok & ~gen.abstained & (gen.correctness == 0),
-            "answered_unanswerable": answered & ~answerable & ~gen.abstained,
+            "answered_unanswerable": answered & ~answerable & ~gen.abstained,  # empty abstains here
         }
     flags = [[f for f in FLAGS if flags_by[f][i]] for i in range(n)]
     diagnosis = ["missing" if not answered[i] else (flags[i][0] if flags[i] else "ok") for i in range(n)]

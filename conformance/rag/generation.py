@@ -87,7 +87,7 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
             support_tasks.append(SupportTask(tuple(cs), context_of(o.texts, context_k)))
             question = None if declined else gold.queries[q].query
             if question is not None:
-                relevance_tasks.append(RelevanceTask(question, o.answer))
+                relevance_tasks.append(RelevanceTask(question, o.answer, context_of(o.texts, context_k)))
             where.append((vi, qi, question is not None))
     support = judge.support_many(support_tasks)
     relevance = iter(judge.relevance_many(relevance_tasks))

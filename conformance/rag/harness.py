@@ -153,6 +153,9 @@ def evaluate_variants(
     seed: int = 0,
     entries: Sequence | None = None,
     missing: str = "fail",
+    judge_timeout: float = 60.0,
+    judge_workers: int = 4,
+    stopwords: str = "en",
 ) -> RagResult:
     """Evaluate pipeline variants (see the module docstring). ``by`` None: no slices;
     ``by="query_class"`` (the default) slices only when some gold query has that field."""
@@ -179,8 +182,9 @@ def evaluate_variants(
         from conformance.libs import all_entries
 
         entries = all_entries()
-    judge_obj = make_judge(judge, url=judge_url, model=judge_model)
-    second = make_judge(compare_judge) if compare_judge is not None else None
+    judge_obj = make_judge(judge, url=judge_url, model=judge_model, timeout=judge_timeout, workers=judge_workers,
+                           stopwords=stopwords)
+    second = make_judge(compare_judge, stopwords=stopwords) if compare_judge is not None else None
 
     qids = gold.qids
     qarr = np.asarray(qids, dtype=object)
