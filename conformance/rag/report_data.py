@@ -172,7 +172,7 @@ def _ranking(r) -> dict:
         "lead": None if r.lead is None else {"estimate": _num(r.lead[0]), "low": _num(r.lead[1]),
                                               "high": _num(r.lead[2])},
         "answers": r.full,
-        "rows": [{"candidate": row.candidate, "n": row.n, "ranked": row.n == r.full,
+        "rows": [{"candidate": row.candidate, "n": row.n, "ranked": row.ranked,
                   **{c: {"estimate": _num(row.estimate[c]), "low": _num(row.low[c]),
                          "high": _num(row.high[c]), "undefined_resamples": row.undefined[c]}
                      for c in COEFFICIENTS}} for row in r.rows],

@@ -149,3 +149,44 @@ def test_the_command_takes_missing_skip(tmp_path):
     skip = subprocess.run(args + ["--missing", "skip"], capture_output=True, text=True)
     assert default.returncode == 0 and skip.returncode == 0, default.stderr + skip.stderr
     assert "(3 missing as 0)" in default.stdout and "over 3 of 6 queries" in skip.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# the K/N_p buckets
+
+
+def test_every_cutoff_is_ranked_in_every_bucket_and_p_at_5_leads_each(tmp_path):
+    """Answer quality is P@5 by construction (quality file = P@5 per query). Queries have
+    N_p = 2, 4 or 8 relevant documents, so K = 5 falls in each bucket: K < N_p (N_p = 8),
+    N_p <= K < 2 N_p (N_p = 4), K >= 2 N_p (N_p = 2). P@5 correlates 1.0 with itself in each
+    bucket; before, each bucket ranked only the cutoff with the most answers (P@1 in K < N_p)."""
+    import random
+
+    from conformance.rag.inputs import read_quality
+
+    rng = random.Random(3)
+    docs = [f"d{i}" for i in range(30)]
+    gold, outs = [], []
+    for q in range(90):
+        n_p = (2, 4, 8)[q % 3]
+        rel = rng.sample(docs, n_p)
+        gold.append({"qid": f"q{q:02d}", "query": "a question", "gold_doc_ids": rel})
+        ranked = rng.sample(docs, 10)
+        outs.append({"qid": f"q{q:02d}", "retrieved": [{"doc_id": d, "text": "x"} for d in ranked],
+                     "answer": "An answer."})
+    g = write_jsonl(tmp_path / "gold.jsonl", gold)
+    o = write_jsonl(tmp_path / "out.jsonl", outs)
+    # P@5 by hand: relevant documents among the first five retrieved, over 5
+    quality = tmp_path / "quality.txt"
+    quality.write_text("".join(
+        f"{gq['qid']} {sum(d['doc_id'] in gq['gold_doc_ids'] for d in oq['retrieved'][:5]) / 5!r}\n"
+        for gq, oq in zip(gold, outs)))
+    r = evaluate_variants(g, {"v": o}, [1, 3, 5, 10], resamples=100, by=None, correlate=True,
+                          quality=read_quality(str(quality)))
+    for bucket in r.study.buckets:
+        first = bucket.rows[0]
+        assert r.study.candidates[first.candidate].measure == "P@5", bucket.sentence
+        assert first.estimate["spearman"] == 1.0 and first.ranked
+        assert "P@5" in bucket.sentence
+        ranked_cutoffs = {r.study.candidates[x.candidate].cutoff for x in bucket.rows if x.ranked}
+        assert 5 in ranked_cutoffs and len(ranked_cutoffs) >= 2, bucket.subset
