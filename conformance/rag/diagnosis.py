@@ -36,9 +36,10 @@ from conformance.rag.inputs import Gold, Outputs
 
 FLAGS = ("not_retrieved", "ranked_low", "abstained", "no_answer", "unsupported", "off_topic", "incorrect",
          "answered_unanswerable")
-DIAGNOSES = ("missing",) + FLAGS + ("ok",)
+DIAGNOSES = ("missing", "error") + FLAGS + ("ok",)
 MEANINGS = {
     "missing": "the variant gave no output for the query",
+    "error": "the pipeline failed on the query (evaluate_pipeline recorded why)",
     "not_retrieved": "no relevant document in the top k",
     "ranked_low": "relevant documents retrieved, the first after a non-relevant one, and the answer is wrong",
     "abstained": "the answer declines to answer, but the gold file has a relevant document",
@@ -63,6 +64,8 @@ class Diagnoses:
     first_nonrelevant: np.ndarray  # 1-based rank of the first non-relevant document, 0 when none
     relevant_in_top_k: np.ndarray
     k: int
+    qids: list[str] | None = None
+    errors: dict[str, str] | None = None
 
     def counts(self) -> dict[str, int]:
         return {d: self.diagnosis.count(d) for d in DIAGNOSES}
@@ -129,8 +132,10 @@ def diagnose(gold: Gold, out: Outputs, gen: GenerationScores, qids: list[str], k
             "answered_unanswerable": answered & ~answerable & ~gen.abstained,  # empty abstains here
         }
     flags = [[f for f in FLAGS if flags_by[f][i]] for i in range(n)]
-    diagnosis = ["missing" if not answered[i] else (flags[i][0] if flags[i] else "ok") for i in range(n)]
-    return Diagnoses(diagnosis, flags, first_rel, first_non, in_top, k)
+    errors = out.errors
+    diagnosis = [("error" if qids[i] in errors else "missing") if not answered[i] else (flags[i][0] if flags[i] else "ok")
+                 for i in range(n)]
+    return Diagnoses(diagnosis, flags, first_rel, first_non, in_top, k, list(qids), dict(errors))
 
 
 def detail(d: Diagnoses, gen: GenerationScores, i: int) -> str:
@@ -138,6 +143,8 @@ def detail(d: Diagnoses, gen: GenerationScores, i: int) -> str:
     kind = d.diagnosis[i]
     if kind == "missing":
         return "no output"
+    if kind == "error":
+        return d.errors[d.qids[i]] if d.errors and d.qids else "the pipeline failed"
     if kind == "not_retrieved":
         where = f"first relevant at rank {d.first_relevant[i]}" if d.first_relevant[i] else "none in the list"
         return f"no relevant document in the top {d.k} ({where})"

@@ -8,8 +8,9 @@ generator was given) and a judge's grades g_i in {0, 1, 2} for each claim agains
 - graded faithfulness (``--graded``) = sum g_i / (2 m): 1 when every claim is fully supported,
   0.5 when every claim is partly supported;
 - answer relevance = the judge's score for (question, a), in [0, 1];
-- answer correctness = 1 when the gold answer substring occurs in the answer after
-  normalisation (``conformance.rag.text.contains``), else 0.
+- answer correctness = 1 when the gold answer substring (or one of its aliases, when the gold
+  gives a list) occurs in the answer after normalisation (``conformance.rag.text.contains``),
+  else 0.
 
 An **unanswerable** gold query (no document judged relevant) is scored by the abstention rule:
 correctness is 1 when the answer abstains (``conformance.rag.text.abstains``, or the record's
@@ -55,6 +56,7 @@ class GenerationScores:
     support_scores: list[list[float] | None] = field(default_factory=list)
     support_error: list[str | None] = field(default_factory=list)
     relevance_error: list[str | None] = field(default_factory=list)
+    asked: dict[str, int] = field(default_factory=lambda: {"support": 0, "relevance": 0})  # items sent to the judge
 
     def metric(self, name: str) -> np.ndarray:
         return getattr(self, name)
@@ -66,6 +68,22 @@ class GenerationScores:
 
 def context_of(texts: Sequence[str], context_k: int | None) -> tuple[str, ...]:
     return tuple(texts if context_k is None else texts[:context_k])
+
+
+def plan(gold: Gold, variants: Sequence[Outputs], qids: Sequence[str], context_k: int | None = None):
+    """The items a judge would be asked: (support tasks, relevance tasks), as judge_variants asks."""
+    support, relevance = [], []
+    for out in variants:
+        for q in qids:
+            o = out.records.get(q)
+            if o is None:
+                continue
+            declined = o.abstained if o.abstained is not None else abstains(o.answer)
+            support.append(SupportTask(tuple([] if declined else split_claims(o.answer)), context_of(o.texts, context_k)))
+            question = None if declined else gold.queries[q].query
+            if question is not None:
+                relevance.append(RelevanceTask(question, o.answer, context_of(o.texts, context_k)))
+    return support, relevance
 
 
 def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: Sequence[str],
@@ -105,6 +123,8 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
         o = variants[vi].records[qids[qi]]
         cs = claim_lists[vi, qi]
         g.answered[qi] = True
+        g.asked["support"] += 1
+        g.asked["relevance"] += int(has_question)
         g.abstained[qi] = declined = o.abstained if o.abstained is not None else abstains(o.answer)
         g.claims[qi] = cs
         g.n_claims[qi] = len(cs)
@@ -126,7 +146,8 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
         if not gq.answerable:
             g.correctness[qi] = 1.0 if declined else 0.0  # the abstention rule
         elif gq.gold_answer is not None:
-            g.correctness[qi] = 0.0 if declined else float(contains(o.answer, gq.gold_answer))
+            aliases = (gq.gold_answer,) if isinstance(gq.gold_answer, str) else gq.gold_answer
+            g.correctness[qi] = 0.0 if declined else float(any(contains(o.answer, a) for a in aliases))
     return result
 
 

@@ -105,6 +105,8 @@ class RagResult:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     missing: str = "fail"  # what a query without output counts as (MISSING_RULE)
+    length_table: dict | None = None  # answer length against faithfulness (conformance.rag.length)
+    judge_failures: dict | None = None  # {"asked", "failed"}: verdicts asked of the judge, and failed
 
     @property
     def metric_names(self) -> list[str]:
@@ -156,6 +158,8 @@ def evaluate_variants(
     judge_timeout: float = 60.0,
     judge_workers: int = 4,
     stopwords: str = "en",
+    judge_repeat: int = 1,
+    before_judging: Callable[[dict], None] | None = None,
 ) -> RagResult:
     """Evaluate pipeline variants (see the module docstring). ``by`` None: no slices;
     ``by="query_class"`` (the default) slices only when some gold query has that field."""
@@ -185,6 +189,11 @@ def evaluate_variants(
     judge_obj = make_judge(judge, url=judge_url, model=judge_model, timeout=judge_timeout, workers=judge_workers,
                            stopwords=stopwords)
     second = make_judge(compare_judge, stopwords=stopwords) if compare_judge is not None else None
+    if second is None and judge_repeat > 1:
+        # self-consistency: the same judge asked again (a fresh instance: no cache is shared)
+        second = make_judge(judge, url=judge_url, model=judge_model, timeout=judge_timeout, workers=judge_workers,
+                            stopwords=stopwords)
+        second.name = f"{judge_obj.name} (second run)"
 
     qids = gold.qids
     qarr = np.asarray(qids, dtype=object)
@@ -222,6 +231,16 @@ def evaluate_variants(
             warnings.append(f"variant {out.name}: {out.unsorted} list(s) are not in descending score order: "
                             "retrieval measures rank by score, the diagnosis and the generator's context read "
                             "the list order")
+    if before_judging is not None:
+        from conformance.rag.generation import plan
+
+        support_items, relevance_items = plan(gold, outputs, qids, context_k)
+        estimate = {"support_items": len(support_items), "relevance_items": len(relevance_items),
+                    "judges": [judge_obj.name] + ([second.name] if second is not None else [])}
+        for j in [judge_obj] + ([second] if second is not None else []):
+            if hasattr(j, "estimate"):
+                estimate.setdefault("http", []).append(j.estimate(support_items, relevance_items))
+        before_judging(estimate)  # may stop the run (a dry run)
     generation = judge_variants(judge_obj, gold, outputs, qids, context_k)
     compared = judge_variants(second, gold, outputs, qids, context_k) if second is not None else None
     threshold = conv.relevance_threshold
@@ -290,6 +309,12 @@ def evaluate_variants(
                        study_measures=study_measures, notes=notes, warnings=warnings, missing=missing)
     from conformance.rag import study
 
+    from conformance.rag.length import length_table
+
+    result.length_table = length_table(results, graded)
+    asked = sum(sum(r.generation.asked.values()) for r in results)
+    failed = sum(sum(r.generation.errors().values()) for r in results)
+    result.judge_failures = {"asked": asked, "failed": failed}
     result.candidates = study.candidates_from_result(result)
     if correlate:
         result.study = study.study_from_result(result, quality, rank_by)
@@ -348,8 +373,10 @@ def _metric_columns(r: VariantResult, measures: list[Measure], gen_names: list[s
     """(queries in ``mask``) x (metrics): NaN where a query has no value; a generation metric
     of a query without output is 0 under ``missing="fail"`` (every judge's floor)."""
     gen = [r.generation.metric(g) for g in gen_names]
-    if missing == "fail":
-        gen = [np.where(r.generation.answered, g, 0.0) for g in gen]
+    failed = ~r.generation.answered
+    if missing != "fail":  # a pipeline's error on a query is its failure under either rule
+        failed &= np.isin(np.asarray(r.diagnoses.qids, dtype=object), np.asarray(list(r.outputs.errors), dtype=object))
+    gen = [np.where(failed, 0.0, g) for g in gen]
     cols = [r.retrieval[m].lower for m in measures] + gen
     return np.stack(cols, axis=1)[mask] if cols else np.zeros((int(mask.sum()), 0))
 
@@ -359,14 +386,26 @@ def _metric_columns(r: VariantResult, measures: list[Measure], gen_names: list[s
 
 
 def evaluate_pipeline(pipeline: Callable[[str], Mapping[str, Any]], gold: Gold | str | os.PathLike,
-                      ks: Sequence[int] = DEFAULT_KS, *, name: str | None = None, **options) -> RagResult:
-    """Run ``pipeline(question)`` over every gold query and evaluate its outputs as one
-    variant (``options`` as for :func:`evaluate_variants`). A query without a ``query`` text is
-    an error here (the pipeline needs a question)."""
+                      ks: Sequence[int] = DEFAULT_KS, *, name: str | None = None, workers: int = 1,
+                      **options) -> RagResult:
+    """Run ``pipeline(question)`` over every gold query, ``workers`` calls at a time (a thread
+    pool: the pipeline is called from several threads when ``workers`` > 1), and evaluate its
+    outputs as one variant (``options`` as for :func:`evaluate_variants`).
+
+    A query whose call raises, or returns something that is not a valid output record, is
+    recorded with its reason (``Outputs.errors``, the diagnosis ``error``) and counts as that
+    query's failure: its generation scores are 0 whatever ``missing`` says. The other queries
+    are evaluated. A gold query without a ``query`` text is an error here (the pipeline needs a
+    question)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conformance.rag.inputs import output_record
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConformanceError(f"workers must be a positive integer, got {workers!r}")
     gold = gold if isinstance(gold, Gold) else read_gold(gold)
     name = name or getattr(pipeline, "__name__", None) or "pipeline"
     source = f"<pipeline {name}>"
-    records = []
     corpus = options.get("corpus")
     if corpus is not None and not isinstance(corpus, Mapping):
         options["corpus"] = corpus = read_corpus(corpus)
@@ -374,10 +413,32 @@ def evaluate_pipeline(pipeline: Callable[[str], Mapping[str, Any]], gold: Gold |
         g = gold.queries[q]
         if g.query is None:
             raise InputError(gold.source, f"query {q!r} has no 'query' text to give the pipeline", g.line)
-        rec = pipeline(g.query)
+
+    def one(q: str):
+        try:
+            rec = pipeline(gold.queries[q].query)
+        except Exception as exc:  # the pipeline failing on one query is that query's failure
+            return q, None, f"the pipeline raised {type(exc).__name__}: {exc}"
         if not isinstance(rec, Mapping):
-            raise InputError(source, f"query {q!r}: the pipeline returned {type(rec).__name__}: expected a "
-                                     "mapping with 'retrieved' and 'answer'")
-        records.append((source, None, {"qid": q, **{k: v for k, v in rec.items() if k != "qid"}}))
-    outputs = outputs_from_records(records, name, corpus, source=source)
-    return evaluate_variants(gold, {name: outputs}, ks, **options)
+            return q, None, f"the pipeline returned {type(rec).__name__}: expected a mapping with 'retrieved' and 'answer'"
+        try:
+            return q, output_record(source, None, {"qid": q, **{k: v for k, v in rec.items() if k != "qid"}}, corpus), None
+        except InputError as exc:
+            return q, None, f"the pipeline's output is not valid: {exc}"
+
+    if workers == 1:
+        done = [one(q) for q in gold.qids]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, gold.qids))
+    records = {q: o for q, o, _ in done if o is not None}
+    errors = {q: e for q, _, e in done if e is not None}
+    from conformance.io.parsed import ReadCounts
+
+    outputs = Outputs(name, source, records, run_of(records, source), ReadCounts(read=len(records), used=len(records)),
+                      errors=errors)
+    result = evaluate_variants(gold, {name: outputs}, ks, **options)
+    if errors:
+        result.warnings.append(f"variant {name}: the pipeline failed on {len(errors)} of {len(gold.qids)} queries "
+                               f"({_listed(sorted(errors))}): each counts as a failure (diagnosis error)")
+    return result

@@ -11,9 +11,13 @@ JSONL, one query a line, in the RAG shape ``conformance.io.read_qrels_jsonl`` re
 The judgments (labels) are read by ``conformance.io`` and follow its rules (a gold id without a
 grade has label 1, a grade takes precedence). This module reads the rest of each record:
 ``query`` (a string; without it answer relevance is not computed for the query, and that is
-counted), ``gold_answer_substring`` (a string or null; without it answer correctness is not
+counted), ``gold_answer_substring`` (a string, a list of acceptable answers (aliases: the
+answer is correct when it holds any of them), or null; without it answer correctness is not
 computed), ``query_class`` and every other key, kept as metadata (values that are strings,
-numbers, booleans or null; the slices of ``--by`` read them). Flat qrels records
+numbers, booleans or null; the slices of ``--by`` read them). One record per query holds its
+gold documents: a second record with ``gold_doc_ids`` or ``graded_relevance`` for the same query
+is refused, naming both lines. A query no document is relevant to (an empty ``gold_doc_ids``)
+is kept as unanswerable (``GoldQuery.answerable``). Flat qrels records
 (``{"qid", "docid", "relevance"}``) may stand in the same file; several records of one query
 must not disagree on a metadata value.
 
@@ -67,7 +71,8 @@ from conformance.errors import InputError
 QID_KEYS = ("qid", "query_id", "q_id")
 DOCID_KEYS = ("doc_id", "docid")
 # Gold keys that are judgments, not metadata.
-_JUDGMENT_KEYS = ("gold_doc_ids", "graded_relevance", "docid", "doc_id", "relevance", "label", "rel")
+_GOLD_LIST_KEYS = ("gold_doc_ids", "graded_relevance", "relevant_doc_ids", "positive_doc_ids", "gold_ids")
+_JUDGMENT_KEYS = _GOLD_LIST_KEYS[2:] + ("gold_doc_ids", "graded_relevance", "docid", "doc_id", "relevance", "label", "rel")
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,7 +197,7 @@ class GoldQuery:
 
     qid: str
     query: str | None = None
-    gold_answer: str | None = None
+    gold_answer: str | tuple[str, ...] | None = None  # one acceptable answer, or its aliases
     metadata: dict[str, Any] = field(default_factory=dict)  # query_class and every other key
     line: int = 0
     answerable: bool = True  # the gold file judges at least one document relevant (label > 0)
@@ -226,6 +231,7 @@ def read_gold(path: str | os.PathLike) -> Gold:
     """Read the gold JSONL file (see the module docstring)."""
     qrels = cio.read_qrels_jsonl(path)  # judgments first: its errors are the readers' own
     queries: dict[str, GoldQuery] = {}
+    judged_on: dict[str, int] = {}  # the line of each query's gold_doc_ids / graded_relevance record
     for name, line, rec in jsonl_records(path):
         def fail(p: str, _line=line) -> InputError:
             return InputError(name, p, _line)
@@ -235,6 +241,11 @@ def read_gold(path: str | os.PathLike) -> Gold:
         if g is None:
             g = queries[q] = GoldQuery(q, line=line)
         qkey = next((k for k in QID_KEYS if k in rec), None)
+        if any(k in rec for k in _GOLD_LIST_KEYS):
+            if q in judged_on:
+                raise fail(f"query {q!r} has gold documents on lines {judged_on[q]} and {line}: expected one "
+                           "gold record per query (two would be merged silently)")
+            judged_on[q] = line
         for k, v in rec.items():
             if k == qkey or k.lower() in _JUDGMENT_KEYS:
                 continue
@@ -244,8 +255,14 @@ def read_gold(path: str | os.PathLike) -> Gold:
                 _agree(g, "query", g.query, v, fail)
                 g.query = v
             elif k == "gold_answer_substring":
-                if v is not None and not isinstance(v, str):
-                    raise fail(f"query {q!r}: 'gold_answer_substring' is {_kind(v)}: expected a string or null")
+                if isinstance(v, list):
+                    if not v or not all(isinstance(a, str) for a in v):
+                        raise fail(f"query {q!r}: 'gold_answer_substring' is {_kind(v)}: expected a string, a "
+                                   "non-empty list of acceptable answers (strings), or null")
+                    v = tuple(v)
+                elif v is not None and not isinstance(v, str):
+                    raise fail(f"query {q!r}: 'gold_answer_substring' is {_kind(v)}: expected a string, a list "
+                               "of acceptable answers or null")
                 if v is not None:
                     _agree(g, k, g.gold_answer, v, fail)
                     g.gold_answer = v
@@ -336,6 +353,7 @@ class Outputs:
     run: Run
     counts: ReadCounts
     unsorted: int = 0  # records whose scores are not in non-increasing list order
+    errors: dict[str, str] = field(default_factory=dict)  # qid -> why a pipeline gave no output
 
 
 def read_outputs(path: str | os.PathLike, name: str, corpus: Mapping[str, str] | None = None) -> Outputs:
@@ -382,6 +400,11 @@ def run_of(records: Mapping[str, Output], source: str, qids: Iterable[str] | Non
     run.line = np.array([records[q].line or 0 for q, _, _, _ in rows], dtype=np.int64)
     run.counts = ReadCounts(read=len(rows), used=len(rows))
     return run
+
+
+def output_record(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mapping[str, str] | None) -> Output:
+    """One validated output record (an InputError names what is wrong with it)."""
+    return _output(fname, line, rec, corpus)
 
 
 def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mapping[str, str] | None) -> Output:

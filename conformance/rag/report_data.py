@@ -22,6 +22,8 @@ bytes. Top-level keys:
 - ``candidates`` and ``observations``: the correlation study's inputs, each candidate metric's
   value per observation (``conformance correlate --metrics-from`` reads them back);
 - ``correlation`` (with ``--correlate``), ``judge_agreement`` (with ``--compare-judge``);
+- ``answer_length``: answer length against faithfulness (``conformance.rag.length``);
+  ``missing``: what a query without output counted as (``fail`` or ``skip``);
 - ``notes`` and ``warnings``.
 """
 
@@ -89,6 +91,8 @@ def to_dict(result) -> dict[str, Any]:
                         for (a, b), d in result.comparisons.items()],
         "per_query": _per_query(result),
         "judge_agreement": result.judge_agreement,
+        "answer_length": result.length_table,
+        "missing": result.missing,
         "correlation": _study(result.study) if result.study is not None else None,
         "notes": result.notes,
         "warnings": result.warnings,

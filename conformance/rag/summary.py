@@ -113,6 +113,11 @@ def render(result) -> str:
                    f"Cohen's kappa {kappa}")
         out.append(f"  answer relevance: {a['relevance_pairs']} answers, Pearson {_f(a['relevance_pearson'])}, "
                    f"Spearman {_f(a['relevance_spearman'])}, mean difference {_signed(a['relevance_mean_difference'])}")
+    if result.length_table is not None:
+        from conformance.rag.length import render as render_length
+
+        out.append("")
+        out += render_length(result.length_table)
     if result.study is not None:
         out += _study(result.study)
     if result.notes:
