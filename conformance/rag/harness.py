@@ -290,6 +290,7 @@ def evaluate_variants(
             cb = _metric_columns(b, measures, gen_names, everything, missing)
             ivs = bootstrap.paired_intervals(cb, ca, resamples, seed)  # b - a: later minus earlier
             comparisons[(b.name, a.name)] = {name: iv for (name, _), iv in zip(_named(measures, gen_names), ivs)}
+    bootstrap.holm([iv for cells in comparisons.values() for iv in cells.values()])
     agree = None
     if compared is not None:
         agree = agreement(generation, compared, graded)

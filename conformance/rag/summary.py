@@ -4,13 +4,16 @@ comparisons, the diagnoses, the judges' agreement and the correlation study.
 Values have three decimals. A retrieval value is followed by ``lo..hi`` when its mean differs
 across the library entries' conventions (the spread; the JSON and the report name the entries at
 each end). A comparison ``+0.120 [+0.050, +0.190]`` is the first variant minus the second with
-its 95% paired bootstrap interval, marked ``*`` when the interval excludes 0. Diagnoses list at
+its 95% paired bootstrap interval and its n, marked ``*`` when the interval excludes 0, n is at
+least ``bootstrap.MIN_STARRED_N`` and the difference survives Holm's correction over every
+cell of the comparison table (``conformance.rag.bootstrap``). Diagnoses list at
 most ``MAX_LISTED`` failing queries; the JSON and the report hold every one.
 """
 
 from __future__ import annotations
 
 from conformance.rag import diagnosis as diag
+from conformance.rag.bootstrap import MIN_STARRED_N
 
 MAX_LISTED = 25
 TOP_CANDIDATES = 8
@@ -76,9 +79,14 @@ def render(result) -> str:
         out += _table(result, label, False)
     if result.comparisons:
         out.append("")
-        out.append("paired bootstrap, 95% interval of each difference (* excludes 0)")
+        cells = [iv for d in result.comparisons.values() for iv in d.values()]
+        raw = sum(1 for iv in cells if iv.excludes_zero())
+        starred = sum(1 for iv in cells if iv.starred())
+        out.append("paired bootstrap, 95% expanded-percentile interval of each difference and its n; "
+                   f"* : excludes 0, n >= {MIN_STARRED_N}, and survives Holm's correction over the "
+                   f"{len(cells)} cells (family-wise error 5%): {starred} starred, {raw} exclude 0 uncorrected")
         pairs = list(result.comparisons)
-        width = 32
+        width = 40
         out.append("metric".ljust(NAME_WIDTH) + "".join(f"{a} - {b}".ljust(width) for a, b in pairs))
         for metric in result.metric_names:
             cells = []
@@ -86,7 +94,7 @@ def render(result) -> str:
                 iv = result.comparisons[p][metric]
                 text = _signed(iv.estimate)
                 if iv.low is not None:
-                    text += f" [{_signed(iv.low)}, {_signed(iv.high)}]" + ("*" if iv.excludes_zero() else "")
+                    text += f" [{_signed(iv.low)}, {_signed(iv.high)}] n={iv.n}" + ("*" if iv.starred() else "")
                 cells.append(text.ljust(width))
             out.append(metric.ljust(NAME_WIDTH) + "".join(cells))
     out.append("")

@@ -115,7 +115,8 @@ def context(doc: dict) -> dict[str, Any]:
         for m in metrics:
             iv = comp["metrics"][m["name"]]
             rows.append({"metric": m["name"], "text": _signed(iv["estimate"]),
-                         "ci": f"[{_signed(iv['low'])}, {_signed(iv['high'])}]" if iv["low"] is not None else "",
+                         "ci": (f"[{_signed(iv['low'])}, {_signed(iv['high'])}] n={iv['n']}"
+                                + ("*" if iv.get("starred") else "")) if iv["low"] is not None else "",
                          "estimate": iv["estimate"], "p": iv.get("p_above_zero"), "n": iv["n"],
                          "svg": _interval_svg(iv["low"], iv["high"], iv["estimate"], -bound, bound)})
         comparisons.append({"a": comp["a"], "b": comp["b"], "rows": rows, "bound": _fmt(bound, 2)})
