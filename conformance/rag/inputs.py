@@ -46,17 +46,18 @@ JSONL ``{"doc_id": "d1", "text": "..."}`` a line (``docid`` also read), or a JSO
 ``{doc_id: text}``.
 
 Every problem is one :class:`~conformance.errors.InputError` naming the file, the 1-based line
-and the field, with what was expected and what was found. Files may be gzip-compressed; a UTF-8
-byte order mark is skipped; blank lines are skipped and counted.
+and the field, with what was expected and what was found. Files are read through
+``conformance.io.text.read_bytes``, the one input boundary of the tool: they may be
+gzip-compressed, a UTF-8 byte order mark is skipped, and the limits of ``conformance.io.limits``
+(``CONFORMANCE_MAX_INPUT_BYTES``, ``CONFORMANCE_MAX_LINE_BYTES``; binary content) apply as they
+do to qrels and runs. Blank lines are skipped and counted.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -65,6 +66,7 @@ import numpy as np
 from conformance import io as cio
 from conformance.io.data import Qrels, Run
 from conformance.io.parsed import ReadCounts
+from conformance.io.text import decode, read_bytes
 from conformance.errors import InputError
 
 # The query id keys ``conformance.io`` reads in JSONL records, in the order it tries them.
@@ -92,31 +94,12 @@ def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _file_text(path: str | os.PathLike) -> tuple[str, str]:
-    name = os.fsdecode(path)
-    if os.path.isdir(name):
-        raise InputError(name, "is a directory: expected a file")
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
-    except PermissionError:
-        raise InputError(name, "cannot read the file: permission denied") from None
-    except OSError as e:
-        raise InputError(name, f"cannot read the file: {e.strerror or e}") from None
-    if data[:2] == b"\x1f\x8b" or name.lower().endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error, ValueError) as e:
-            raise InputError(name, f"cannot decompress: the gzip data is damaged ({e})") from None
-    if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
-    try:
-        return data.decode("utf-8"), name
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise InputError(name, f"not UTF-8 text: byte 0x{data[e.start]:02x} cannot be decoded", line) from None
+def _file_text(path: str | os.PathLike, lines: bool = True) -> tuple[str, str]:
+    """The file's text through the one input boundary, ``conformance.io.text``: gunzipped,
+    without a byte order mark, within the size (and, for line formats, line length) limits of
+    ``conformance.io.limits``, UTF-8 decoded; every problem is its InputError."""
+    data, name = read_bytes(path, lines=lines)
+    return decode(data, name), name
 
 
 def jsonl_records(path: str | os.PathLike, counts: ReadCounts | None = None) -> Iterator[tuple[str, int, dict]]:
@@ -293,7 +276,7 @@ def read_corpus(path: str | os.PathLike) -> dict[str, str]:
     """doc_id -> text, from JSONL records or one JSON object (see the module docstring)."""
     name = os.fsdecode(path)
     if name.lower().endswith(".json") or name.lower().endswith(".json.gz"):
-        text, name = _file_text(path)
+        text, name = _file_text(path, lines=False)
         try:
             obj = json.loads(text, object_pairs_hook=_no_repeats)
         except _Duplicate as d:
