@@ -37,11 +37,13 @@ Built-in judges
   (0.8), 1 from ``partial`` (0.5), else 0. So swapped numbers and names, and facts recombined
   from two sentences, are refused. Relevance reads the question's information need from the
   context: with N the answer's distinct content tokens that are not question tokens (what it
-  adds beyond echoing the question) and P the passage that best matches the question (the
-  largest fraction of question tokens; among ties the one best covering N), relevance is
-  |N in P| / |N|; 0 when N is empty (an answer that repeats the question's words, however
-  often, adds nothing); with no context passage matching any question token, the fraction of
-  question tokens the answer holds when N is not empty. Each question term counts once.
+  adds beyond echoing the question), Q the question's distinct content tokens and P a context
+  passage, relevance is the largest over the passages of |N in P| / |N| (the answer's new
+  content comes from P) times |Q in P or in the answer| / |Q| (P, with the answer, is about
+  what was asked); 0 when N is empty (an answer that repeats the question's words, however
+  often, adds nothing); with no context passage holding any question token, the fraction of
+  question tokens the answer holds when N is not empty. Each question term counts once; words
+  are compared unstemmed ("draws" is not "draw"), so a correct answer can score below 1.
   NaN (an error) for a question with no content token. Everything is computed with numpy over
   every item of a batch at once.
 - ``embedding`` (``conformance.rag.judge_embedding``, the ``rag`` extra): sentence embeddings of
@@ -239,17 +241,19 @@ class OverlapJudge(Judge):
         pair_task = np.repeat(ids, [len(t.context) for t in tasks])
         p_sets = [vocab.token_set(p) for t in tasks for p in t.context]
         pairs = np.arange(pair_task.size, dtype=np.int64)
-        q_cov = covered_fraction(pairs, [q_sets[i] for i in pair_task], pairs, p_sets, len(vocab))
+        # per (task, passage): the question tokens found in the passage or the answer, and the
+        # answer's new tokens found in the passage; the task takes the best product
+        q_cov = covered_fraction(pairs, [q_sets[i] for i in pair_task], np.r_[pairs, pairs],
+                                 p_sets + [a_sets[i] for i in pair_task], len(vocab))
         n_cov = covered_fraction(pairs, [new[i] for i in pair_task], pairs, p_sets, len(vocab))
-        # per task: the passages with the largest question coverage; among them the largest
-        # coverage of the answer's new tokens
-        order = np.lexsort((-np.nan_to_num(n_cov), -np.nan_to_num(q_cov, nan=-1.0), pair_task))
-        first = np.ones(order.size, bool)
-        first[1:] = pair_task[order][1:] != pair_task[order][:-1]
+        score = np.nan_to_num(q_cov) * np.nan_to_num(n_cov)
         best_q = np.full(n, np.nan)
         best_n = np.full(n, np.nan)
-        best_q[pair_task[order][first]] = q_cov[order][first]
-        best_n[pair_task[order][first]] = n_cov[order][first]
+        if pair_task.size:
+            best_q[np.unique(pair_task)] = 0.0
+            np.fmax.at(best_q, pair_task, np.nan_to_num(q_cov))
+            best_n[np.unique(pair_task)] = 0.0
+            np.maximum.at(best_n, pair_task, score)
         out = []
         for i in range(n):
             if q_sets[i].size == 0:

@@ -82,7 +82,7 @@ def render(result) -> str:
         cells = [iv for d in result.comparisons.values() for iv in d.values()]
         raw = sum(1 for iv in cells if iv.excludes_zero())
         starred = sum(1 for iv in cells if iv.starred())
-        out.append("paired bootstrap, 95% expanded-percentile interval of each difference and its n; "
+        out.append("paired bootstrap, 95% interval of each difference (t with the bootstrap's standard error) and its n; "
                    f"* : excludes 0, n >= {MIN_STARRED_N}, and survives Holm's correction over the "
                    f"{len(cells)} cells (family-wise error 5%): {starred} starred, {raw} exclude 0 uncorrected")
         pairs = list(result.comparisons)
