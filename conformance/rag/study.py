@@ -19,8 +19,9 @@ Subsets. Overall; per K/N_p bucket (N_p the query's relevant gold documents, K t
 measure with one: ``K < N_p``, ``N_p <= K < 2 N_p``, ``K >= 2 N_p``; measures without a cutoff
 are left out of buckets); per slice (``--by``). A candidate's observations in a subset are
 those where it and q both have a value. A candidate is ranked when it has a value on as many
-answers of the subset as any candidate of its cutoff and on at least :data:`MIN_ANSWERS` (10);
-the others are listed after them. In a K/N_p bucket each cutoff K holds different answers (the
+answers of the subset as any candidate of its cutoff and, in a bucket or a slice, on at least
+:data:`MIN_ANSWERS` (10; the overall study ranks whatever the user has); the others are listed
+after them. In a K/N_p bucket each cutoff K holds different answers (the
 bucket is decided by K), so every (metric, cutoff) with enough answers there is ranked, with
 the same intervals as overall; MRR and AP, which have no K, are not in the buckets.
 
@@ -177,10 +178,10 @@ def run_study(candidates: list[Candidate], quality: np.ndarray, cluster: np.ndar
     W = Wq[:, cluster]
     has_q = ~np.isnan(quality)
 
-    def rank(label: str, masks: list[np.ndarray | None]) -> Ranking:
-        return _rank(label, candidates, masks, quality, W, rank_by)
+    def rank(label: str, masks: list[np.ndarray | None], least: int = MIN_ANSWERS) -> Ranking:
+        return _rank(label, candidates, masks, quality, W, rank_by, least)
 
-    overall = rank("overall", [has_q] * len(candidates))
+    overall = rank("overall", [has_q] * len(candidates), least=0)
     buckets = []
     with np.errstate(divide="ignore", invalid="ignore"):
         for b, name in enumerate(BUCKETS):
@@ -199,7 +200,7 @@ def run_study(candidates: list[Candidate], quality: np.ndarray, cluster: np.ndar
 
 
 def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None], quality: np.ndarray,
-          W: np.ndarray, rank_by: str) -> Ranking:
+          W: np.ndarray, rank_by: str, least: int = MIN_ANSWERS) -> Ranking:
     rows: list[Row] = []
     keeps: dict[int, np.ndarray] = {}
     for i, (c, mask) in enumerate(zip(candidates, masks)):
@@ -221,7 +222,7 @@ def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None
         k = candidates[r.candidate].cutoff
         full_of[k] = max(full_of.get(k, 0), r.n)
     for r in rows:
-        r.ranked = r.n == full_of[candidates[r.candidate].cutoff] and r.n >= MIN_ANSWERS
+        r.ranked = r.n == full_of[candidates[r.candidate].cutoff] and r.n >= least
     full = max((r.n for r in rows), default=0)
     rows.sort(key=lambda r: (not r.ranked, r.estimate[rank_by] is None, -(r.estimate[rank_by] or 0.0), r.candidate))
     ranking = Ranking(label, rank_by, rows, "", full=full)
