@@ -159,3 +159,15 @@ def test_fail_under_exits_4_naming_each_miss_and_0_when_met(tmp_path):
     assert r.returncode == 0, r.stderr
     r = _cli(*base, "--fail-under", "nonsense=1")
     assert r.returncode == 2 and "no metric 'nonsense'" in r.stderr
+
+
+def test_judge_repeat_reports_the_self_consistency_of_one_judge(tmp_path):
+    # the overlap judge asked twice gives the same verdicts: agreement 1.0 over the 2 claims
+    gold = write_jsonl(tmp_path / "g.jsonl", [
+        {"qid": q, "query": QUESTION, "gold_doc_ids": ["d1"], "gold_answer_substring": "Vardried"} for q in ("q1", "q2")])
+    out = write_jsonl(tmp_path / "o.jsonl", [_out("q1", "Quindal is twinned with Vardried."),
+                                             _out("q2", "Quindal is twinned with Ostrand.")])
+    r = evaluate_variants(gold, {"v": out}, [1], resamples=20, judge_repeat=2)
+    a = r.judge_agreement
+    assert a["claims"] == 2 and a["verdict_agreement"] == 1.0
+    assert r.compare_judge["name"] == "overlap (second run)"
