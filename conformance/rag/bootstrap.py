@@ -24,8 +24,10 @@ the null (7.5% at n = 40 for reciprocal-rank-like scores). So:
 - the interval of a paired difference is d +- t_{n-1} sqrt(n / (n - 1)) sd*, sd* the standard
   deviation of the resampled differences (a t interval with the bootstrap's standard error),
   and its two-sided p-value is erfc(|d| / (f sd*) / sqrt 2), so p < 0.05 exactly when the
-  interval excludes 0. The null simulation of the tests (n = 40) gives 5.0-5.5% for uniform,
-  exponential-difference and reciprocal-rank scores.
+  interval excludes 0. Null simulations at n = 40 (1,000 resamples, 2,000-4,000 replications)
+  give 5.1-6.1% for uniform, exponential and reciprocal-rank scores (the plain percentile
+  interval: 6.1-8.0%); the test holds the reciprocal-rank case within 3 Monte Carlo standard
+  errors of 5%.
 
 Reading many at once. A difference is starred (:meth:`Interval.starred`) when its n is at least
 :data:`MIN_STARRED_N` (10: below that the bootstrap distribution is too coarse to trust) and
