@@ -9,9 +9,11 @@ comparisons), end to end from the files. ``--correlate`` adds the correlation st
 ``--embedding`` times the embedding judge (the rag extra) on the same answers.
 
     python benchmarks/bench_rag.py [--queries 2000] [--docs 20] [--repeat 3] [--correlate] [--embedding]
+                                   [--html OUT]
 
 Prints each run's time; the target is under 30 s on a 2-core machine for the deterministic
-judge without --correlate.
+judge, with or without --correlate. ``--html OUT`` writes the report of the last run and prints
+its size.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--correlate", action="store_true")
     ap.add_argument("--embedding", action="store_true")
+    ap.add_argument("--html", metavar="OUT", help="also write the HTML report of the last run and print its size")
     args = ap.parse_args()
     gold, paths = generate(args.queries, args.docs)
     from conformance.rag import evaluate_variants
@@ -91,6 +94,13 @@ def main() -> None:
         print(f"overlap judge{' + correlate' if args.correlate else ''}: {args.queries} queries x "
               f"{len(paths)} variants x {args.docs} documents: {dt:.2f} s "
               f"(nDCG@10 of {r.variants[0].name}: {r.table['all'][r.variants[0].name]['nDCG@10'].interval.estimate:.4f})",
+              flush=True)
+    if args.html:
+        from conformance.report.rag_html import render
+
+        t = time.perf_counter()
+        Path(args.html).write_text(render(r), encoding="utf-8")
+        print(f"HTML report: {Path(args.html).stat().st_size / 1e6:.2f} MB in {time.perf_counter() - t:.2f} s",
               flush=True)
     if args.embedding:
         from conformance.rag.extra import minilm

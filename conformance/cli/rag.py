@@ -7,9 +7,19 @@ is ``conformance.rag``; this module reads the options, calls it, prints the summ
 and ``--html`` (``conformance.report.rag_html``). Warnings go to stderr (``--quiet`` silences
 them).
 
-Exit status: 0 when the evaluation ran; 2 on bad input (a file, line and field named), on an
-unknown option value, or when a judge or the example needs the ``rag`` extra and it is not
-installed (the message gives the pip command); 3 on an internal error.
+Exit status (``conformance rag``):
+
+- 0: the evaluation ran (and every ``--fail-under`` threshold was met); also after ``--dry-run``;
+- 2: bad input (a file, line and field named), an unknown option value, or a judge or the
+  example needs the ``rag`` extra and it is not installed (the message gives the pip command);
+- 3: an internal error;
+- 4: a ``--fail-under METRIC=VALUE`` threshold was not met: some variant's mean of METRIC over
+  all gold queries is below VALUE (each miss is one line on stderr; the outputs are written);
+- 5: the judge failed on more than ``--max-judge-failures`` (default 0.1) of the verdicts asked
+  (unreadable replies, failed requests, exceptions in a user's judge); checked before 4.
+
+Before an HTTP judge (``--judge-url``) is called, the number of requests and an estimate of the
+tokens sent are printed on stderr; ``--dry-run`` stops there.
 """
 
 from __future__ import annotations
@@ -62,6 +72,12 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
               help="overlap (deterministic), embedding (the rag extra) or your own module:name.")
 @click.option("--judge-url", metavar="URL", help="A chat-completions endpoint to judge with instead.")
 @click.option("--judge-model", metavar="NAME", help="The model name sent to --judge-url.")
+@click.option("--judge-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              metavar="SECONDS", help="Seconds to wait for one --judge-url reply.")
+@click.option("--judge-workers", type=click.IntRange(min=1), default=4, show_default=True, metavar="N",
+              help="Concurrent --judge-url requests.")
+@click.option("--stopwords", type=click.Choice(["en", "de", "fr", "es", "none"]), default="en", show_default=True,
+              help="The function words the overlap judge ignores.")
 @click.option("--compare-judge", metavar="NAME|module:name", help="A second judge; their agreement is reported.")
 @click.option("--graded", is_flag=True, help="Faithfulness from graded verdicts 0 / 1 / 2.")
 @click.option("--by", "by", default="query_class", show_default=True, metavar="FIELD",
@@ -78,11 +94,21 @@ def _emit(result, json_path: str | None, html_path: str | None) -> None:
               help="With --example: use the committed variant outputs even when the rag extra could rebuild them.")
 @click.option("--json", "json_path", metavar="OUT", help="Write everything as JSON.")
 @click.option("--html", "html_path", metavar="OUT", help="Write the HTML report.")
+@click.option("--missing", type=click.Choice(["fail", "skip"]), default="fail", show_default=True,
+              help="A gold query a variant has no output for: a failure (generation scores 0) or left out.")
+@click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE",
+              help="Exit 4 when a variant's mean METRIC (as named in the table) is below VALUE; repeatable.")
+@click.option("--max-judge-failures", type=click.FloatRange(0, 1), default=0.1, show_default=True, metavar="SHARE",
+              help="Exit 5 when more than this share of the judge's verdicts failed.")
+@click.option("--judge-repeat", type=click.IntRange(1, 2), default=1, show_default=True, metavar="N",
+              help="2: ask the judge twice and report its self-consistency (without --compare-judge).")
+@click.option("--dry-run", is_flag=True, help="Read the inputs, print the judge's cost estimate, judge nothing.")
 @click.option("--quiet", is_flag=True, help="No warnings on stderr.")
 @reports_errors
-def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, compare_judge,
+def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url, judge_model, judge_timeout,
+            judge_workers, stopwords, compare_judge,
                 graded, by, context_k, correlate, quality, rank_by, resamples, seed, example, precomputed,
-                json_path, html_path, quiet):
+                json_path, html_path, missing, fail_under, max_judge_failures, judge_repeat, dry_run, quiet):
     """Evaluate RAG pipeline variants over one gold file: retrieval under named conventions with
     their spread across libraries, faithfulness, answer relevance and correctness, per-query
     diagnoses, paired bootstrap comparisons, per-slice tables and, with --correlate, which
@@ -93,6 +119,7 @@ def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url
     from conformance.rag import harness
 
     cutoffs = harness.parse_ks(ks)  # before the example is prepared or any file is read
+    thresholds = _parse_fail_under(fail_under, cutoffs, graded)
     by = None if by in ("none", "") else by
     if example:
         if gold_path or variants or corpus_path:
@@ -122,13 +149,74 @@ def command(gold_path, variants, corpus_path, ks, profile_name, judge, judge_url
         gold_path, variant_paths, cutoffs, profile=profile_name, judge=judge, judge_url=judge_url,
         judge_model=judge_model, compare_judge=compare_judge, graded=graded, by=by, corpus=corpus_path,
         context_k=context_k, correlate=correlate, quality=quality_source, rank_by=rank_by, resamples=resamples,
-        seed=seed)
+        seed=seed, missing=missing, judge_timeout=judge_timeout, judge_workers=judge_workers, stopwords=stopwords,
+        judge_repeat=judge_repeat, before_judging=_before_judging(dry_run, quiet))
     if example:
         example_run.relabel(result, variant_paths)
     _warn(result, quiet)
     _emit(result, json_path, html_path)
     if example and not quiet:
         click.echo(f"conformance: wrote {html_path}", err=True)
+    failures = result.judge_failures or {"asked": 0, "failed": 0}
+    if failures["asked"] and failures["failed"] / failures["asked"] > max_judge_failures:
+        click.echo(f"conformance: error: {failures['failed']} of {failures['asked']} judge verdicts failed "
+                   f"(more than --max-judge-failures {max_judge_failures:g}): see the warnings", err=True)
+        raise click.exceptions.Exit(5)
+    missed = _missed(result, thresholds)
+    for line in missed:
+        click.echo(f"conformance: fail-under: {line}", err=True)
+    if missed:
+        raise click.exceptions.Exit(4)
+
+
+def _parse_fail_under(texts, ks, graded) -> list[tuple[str, float]]:
+    from conformance.rag.harness import generation_names
+    from conformance.rag.retrieval import table_measures
+
+    known = [m.text for m in table_measures(ks)] + generation_names(graded)
+    out = []
+    for t in texts:
+        name, sep, value = t.rpartition("=")
+        name = name.strip()
+        try:
+            v = float(value)
+        except ValueError:
+            v = None
+        if not sep or not name or v is None:
+            raise ConformanceError(f"--fail-under {t!r}: expected METRIC=VALUE, such as correctness=0.8")
+        if name not in known:
+            raise ConformanceError(f"--fail-under {t!r}: no metric {name!r} in the table: expected one of "
+                                   + ", ".join(known))
+        out.append((name, v))
+    return out
+
+
+def _missed(result, thresholds) -> list[str]:
+    lines = []
+    for name, value in thresholds:
+        for variant, row in result.table["all"].items():
+            est = row[name].interval.estimate
+            if est is None or est < value:
+                shown = "no value" if est is None else f"{est:.4f}"
+                lines.append(f"variant {variant}: {name} {shown} < {value:g}")
+    return lines
+
+
+def _before_judging(dry_run: bool, quiet: bool):
+    def show(estimate: dict) -> None:
+        for est in estimate.get("http", []):
+            click.echo(f"conformance: judge: {est['requests']} requests ({est['support_requests']} support, "
+                       f"{est['relevance_requests']} relevance), {est['characters']:,} characters, about "
+                       f"{est['tokens_estimate']:,} tokens sent", err=True)
+        if dry_run:
+            if not estimate.get("http"):
+                click.echo(f"conformance: judge: {estimate['support_items']} support and "
+                           f"{estimate['relevance_items']} relevance items for {', '.join(estimate['judges'])}",
+                           err=True)
+            click.echo("conformance: --dry-run: nothing judged", err=True)
+            raise click.exceptions.Exit(0)
+
+    return show
 
 
 @click.command("correlate")

@@ -18,8 +18,9 @@ appears w_i times: means and sums are weighted; a rank is (weight of smaller val
 (weight of equal values + 1) / 2; Kendall's pair counts are sums over distinct (x, y) cells of
 products of cell weights, C - D = (1/2) c^T S c with c the cell weights and S_ab =
 sign(x_a - x_b) sign(y_a - y_b). So no resample is materialised, and the cost is O(B n) for
-Pearson and Spearman and O(B u^2) for Kendall, with u the number of distinct (x, y) pairs
-(small when either variable takes few values, as Likert scores, 0/1 correctness and P@k do).
+Pearson and Spearman; for Kendall O(B u m) when one side takes at most ``FEW_LEVELS`` (16)
+values, m of them (0/1 correctness, a Likert score, P@k: cumulative weights,
+``_concordance_few``), else O(B u^2), with u the number of distinct (x, y) pairs.
 Resamples draw *clusters* (queries) with replacement, each cluster bringing all its
 observations (the answers of every variant to that query); the seed makes them reproducible.
 Intervals are percentile intervals (2.5th and 97.5th percentiles for 95%, numpy's linear
@@ -44,16 +45,29 @@ def bootstrap_weights(n_clusters: int, n_resamples: int, rng: np.random.Generato
 
 
 def _weighted_pearson(X: np.ndarray, Y: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Per row: Pearson r of X and Y (arrays (B, n) or (n,)) under weights W (B, n)."""
+    """Per row: Pearson r of X and Y (arrays (B, n) or (n,)) under weights W (B, n).
+
+    With X and Y vectors (the same values in every resample) the weighted sums are five
+    matrix-vector products, and the centred sums come from them
+    (S_xy - S_x S_y / N); with per-resample arrays (Spearman's ranks) they are computed
+    centred, row by row."""
     N = W.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mx = (W * X).sum(axis=1) / N
-        my = (W * Y).sum(axis=1) / N
-        dx = X - mx[:, None]
-        dy = Y - my[:, None]
-        sxy = (W * dx * dy).sum(axis=1)
-        sxx = (W * dx * dx).sum(axis=1)
-        syy = (W * dy * dy).sum(axis=1)
+        if X.ndim == 1 or X.shape[0] == 1:
+            x = X.ravel() - X.mean()
+            y = Y.ravel() - Y.mean()  # shifting first keeps the differences of sums exact enough
+            sx, sy = W @ x, W @ y
+            sxy = W @ (x * y) - sx * sy / N
+            sxx = W @ (x * x) - sx * sx / N
+            syy = W @ (y * y) - sy * sy / N
+        else:
+            mx = (W * X).sum(axis=1) / N
+            my = (W * Y).sum(axis=1) / N
+            dx = X - mx[:, None]
+            dy = Y - my[:, None]
+            sxy = (W * dx * dy).sum(axis=1)
+            sxx = (W * dx * dx).sum(axis=1)
+            syy = (W * dy * dy).sum(axis=1)
         r = sxy / np.sqrt(sxx * syy)
     return np.clip(r, -1.0, 1.0)
 
@@ -87,18 +101,32 @@ def _weighted_ranks(x: np.ndarray, W: np.ndarray) -> np.ndarray:
 
 def _weighted_kendall(x: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray:
     """Per row: Kendall tau-b of the expanded resample."""
-    cells, cell_of = np.unique(np.stack([x, y], axis=1), axis=0, return_inverse=True)
+    # the distinct (x, y) cells from integer codes (np.unique over rows sorts structured data,
+    # several times slower)
+    ux, ix = np.unique(x, return_inverse=True)
+    uy, iy = np.unique(y, return_inverse=True)
+    ny = np.int64(uy.size)
+    codes, cell_of = np.unique(ix.ravel().astype(np.int64) * ny + iy.ravel(), return_inverse=True)
     cell_of = cell_of.ravel()
     order = np.argsort(cell_of, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(cell_of[order]) != 0])
     C = np.add.reduceat(W[:, order], starts, axis=1)  # (B, u) weight per cell
-    cx, cy = cells[:, 0], cells[:, 1]
-    u = cells.shape[0]
-    S_sum = np.zeros(W.shape[0])
-    for a in range(0, u, 2048):  # S in blocks of rows (u x u would not fit for large u)
-        block = np.sign(cx[a:a + 2048, None] - cx[None, :]) * np.sign(cy[a:a + 2048, None] - cy[None, :])
-        S_sum += ((C[:, a:a + 2048] @ block) * C).sum(axis=1)
-    s = S_sum / 2.0  # C - D over unordered pairs
+    gx, gy = codes // ny, codes % ny
+    cx, cy = ux[gx], uy[gy]
+    u = codes.size
+    few = min(gx.max(), gy.max()) + 1
+    if few <= FEW_LEVELS:
+        # one side takes few values (0/1 correctness, a Likert score, P@k): C - D from cumulative
+        # weights, O(B u m) with m the number of its values
+        if gy.max() + 1 > few:
+            gx, gy = gy, gx
+        s = _concordance_few(C, gx, gy, int(gx.max()) + 1, few)
+    else:
+        S_sum = np.zeros(W.shape[0])
+        for a in range(0, u, 2048):  # S in blocks of rows (u x u would not fit for large u)
+            block = np.sign(cx[a:a + 2048, None] - cx[None, :]) * np.sign(cy[a:a + 2048, None] - cy[None, :])
+            S_sum += ((C[:, a:a + 2048] @ block) * C).sum(axis=1)
+        s = S_sum / 2.0  # C - D over unordered pairs
     N = W.sum(axis=1)
     n0 = N * (N - 1) / 2
 
@@ -113,6 +141,25 @@ def _weighted_kendall(x: np.ndarray, y: np.ndarray, W: np.ndarray) -> np.ndarray
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = s / np.sqrt((n0 - tied_pairs(cx)) * (n0 - tied_pairs(cy)))
     return np.clip(tau, -1.0, 1.0)
+
+
+FEW_LEVELS = 16  # a side with at most this many distinct values takes the cumulative route
+
+
+def _concordance_few(C: np.ndarray, gx: np.ndarray, gy: np.ndarray, n_x: int, n_y: int) -> np.ndarray:
+    """C - D over unordered pairs of the expanded sample, per row of the cell weights C (B, u),
+    with cell a at x level gx[a] and y level gy[a] (n_y small). Each pair is counted from its
+    member with the larger x: T[g, j] the weight at (x level g, y level j), E the weight at
+    smaller x levels (exclusive cumulative sum over g), and C - D = sum T[g, j] (E[g, < j] -
+    E[g, > j])."""
+    B = C.shape[0]
+    T = np.zeros((B, n_x * n_y))
+    T[:, gx * n_y + gy] = C  # the cells are distinct (x, y) pairs: one code each
+    T = T.reshape(B, n_x, n_y)
+    E = np.cumsum(T, axis=1) - T  # weight at strictly smaller x, per y level
+    below = np.cumsum(E, axis=2) - E  # ... and strictly smaller y
+    above = E.sum(axis=2, keepdims=True) - np.cumsum(E, axis=2)  # ... and strictly larger y
+    return (T * (below - above)).sum(axis=(1, 2))
 
 
 def coefficients(x: np.ndarray, y: np.ndarray, W: np.ndarray, which=COEFFICIENTS) -> dict[str, np.ndarray]:

@@ -8,8 +8,14 @@ generator was given) and a judge's grades g_i in {0, 1, 2} for each claim agains
 - graded faithfulness (``--graded``) = sum g_i / (2 m): 1 when every claim is fully supported,
   0.5 when every claim is partly supported;
 - answer relevance = the judge's score for (question, a), in [0, 1];
-- answer correctness = 1 when the gold answer substring occurs in the answer after
-  normalisation (``conformance.rag.text.contains``), else 0.
+- answer correctness = 1 when the gold answer substring (or one of its aliases, when the gold
+  gives a list) occurs in the answer after normalisation (``conformance.rag.text.contains``),
+  else 0.
+
+An **unanswerable** gold query (no document judged relevant) is scored by the abstention rule:
+correctness is 1 when the answer abstains (``conformance.rag.text.abstains``, or the record's
+``abstained``) and 0 when it answers. An answer that abstains claims nothing and is not judged
+(no faithfulness, no relevance); on an answerable query its correctness is 0.
 
 What 0/0 and missing pieces give (each NaN, left out of every mean, and counted): an answer with
 no claim (m = 0: nothing to check) has no faithfulness; a query without a ``query`` text has no
@@ -28,7 +34,7 @@ import numpy as np
 from conformance.rag.inputs import Gold, Outputs
 from conformance.rag.judges import Judge, RelevanceTask, SupportTask
 from conformance.rag.text import claims as split_claims
-from conformance.rag.text import contains, tokens
+from conformance.rag.text import abstains, contains, tokens
 
 GENERATION_METRICS = ("faithfulness", "faithfulness_graded", "relevance", "correctness")
 
@@ -42,6 +48,7 @@ class GenerationScores:
     relevance: np.ndarray
     correctness: np.ndarray
     answered: np.ndarray  # the variant has an output for the query
+    abstained: np.ndarray  # the answer declines to answer (``conformance.rag.text.abstains``)
     n_claims: np.ndarray
     answer_tokens: np.ndarray
     claims: list[list[str]] = field(default_factory=list)
@@ -49,6 +56,7 @@ class GenerationScores:
     support_scores: list[list[float] | None] = field(default_factory=list)
     support_error: list[str | None] = field(default_factory=list)
     relevance_error: list[str | None] = field(default_factory=list)
+    asked: dict[str, int] = field(default_factory=lambda: {"support": 0, "relevance": 0})  # items sent to the judge
 
     def metric(self, name: str) -> np.ndarray:
         return getattr(self, name)
@@ -60,6 +68,22 @@ class GenerationScores:
 
 def context_of(texts: Sequence[str], context_k: int | None) -> tuple[str, ...]:
     return tuple(texts if context_k is None else texts[:context_k])
+
+
+def plan(gold: Gold, variants: Sequence[Outputs], qids: Sequence[str], context_k: int | None = None):
+    """The items a judge would be asked: (support tasks, relevance tasks), as judge_variants asks."""
+    support, relevance = [], []
+    for out in variants:
+        for q in qids:
+            o = out.records.get(q)
+            if o is None:
+                continue
+            declined = o.abstained if o.abstained is not None else abstains(o.answer)
+            support.append(SupportTask(tuple([] if declined else split_claims(o.answer)), context_of(o.texts, context_k)))
+            question = None if declined else gold.queries[q].query
+            if question is not None:
+                relevance.append(RelevanceTask(question, o.answer, context_of(o.texts, context_k)))
+    return support, relevance
 
 
 def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: Sequence[str],
@@ -75,12 +99,13 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
             o = out.records.get(q)
             if o is None:
                 continue
-            cs = split_claims(o.answer)
+            declined = o.abstained if o.abstained is not None else abstains(o.answer)
+            cs = [] if declined else split_claims(o.answer)
             claim_lists[vi, qi] = cs
             support_tasks.append(SupportTask(tuple(cs), context_of(o.texts, context_k)))
-            question = gold.queries[q].query
+            question = None if declined else gold.queries[q].query
             if question is not None:
-                relevance_tasks.append(RelevanceTask(question, o.answer))
+                relevance_tasks.append(RelevanceTask(question, o.answer, context_of(o.texts, context_k)))
             where.append((vi, qi, question is not None))
     support = judge.support_many(support_tasks)
     relevance = iter(judge.relevance_many(relevance_tasks))
@@ -90,13 +115,17 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
     for vi, out in enumerate(variants):
         nan = lambda: np.full(n, np.nan)  # noqa: E731
         result[out.name] = GenerationScores(
-            nan(), nan(), nan(), nan(), np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, np.int64),
+            nan(), nan(), nan(), nan(), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64),
+            np.zeros(n, np.int64),
             [[] for _ in range(n)], [None] * n, [None] * n, [None] * n, [None] * n)
     for (vi, qi, has_question), s in zip(where, support):
         g = result[variants[vi].name]
         o = variants[vi].records[qids[qi]]
         cs = claim_lists[vi, qi]
         g.answered[qi] = True
+        g.asked["support"] += 1
+        g.asked["relevance"] += int(has_question)
+        g.abstained[qi] = declined = o.abstained if o.abstained is not None else abstains(o.answer)
         g.claims[qi] = cs
         g.n_claims[qi] = len(cs)
         g.answer_tokens[qi] = len(tokens(o.answer))
@@ -113,9 +142,12 @@ def judge_variants(judge: Judge, gold: Gold, variants: Sequence[Outputs], qids: 
                 g.relevance_error[qi] = r.error or "the judge gave no score"
             else:
                 g.relevance[qi] = r.score
-        gold_answer = gold.queries[qids[qi]].gold_answer
-        if gold_answer is not None:
-            g.correctness[qi] = 1.0 if contains(o.answer, gold_answer) else 0.0
+        gq = gold.queries[qids[qi]]
+        if not gq.answerable:
+            g.correctness[qi] = 1.0 if declined else 0.0  # the abstention rule
+        elif gq.gold_answer is not None:
+            aliases = (gq.gold_answer,) if isinstance(gq.gold_answer, str) else gq.gold_answer
+            g.correctness[qi] = 0.0 if declined else float(any(contains(o.answer, a) for a in aliases))
     return result
 
 

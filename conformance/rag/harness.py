@@ -14,9 +14,13 @@ variant's outputs, and computes:
 5. with ``correlate``, the correlation study (``study``) of every retrieval measure and
    convention with answer quality.
 
-The scored queries of a variant are the gold queries it has an output for; a gold query with
-no output is ``missing`` for that variant, an output for a query not in the gold file is not
-scored; both are counted and warned about. Every number is computed by the modules named
+Every gold query is scored. A gold query a variant has no output for is ``missing``: by default
+(``missing="fail"``) its generation scores count as 0, the floor of every judge, and the count
+stands beside each mean; ``missing="skip"`` leaves it out of the generation means, and each
+cell then says "over N of M queries". An output for a query the gold file does not have is left
+out of every metric, counted and listed. A gold query with no relevant document is
+unanswerable: it has no retrieval measure and its correctness follows the abstention rule
+(``generation``). Every number is computed by the modules named
 above; this module only arranges them.
 
 ``evaluate_pipeline(pipeline, gold, ks)`` runs a user's callable over the gold queries first:
@@ -37,7 +41,8 @@ from conformance.errors import ConformanceError, InputError
 from conformance.measures import Measure
 from conformance.rag import bootstrap, diagnosis, retrieval
 from conformance.rag.generation import GenerationScores, agreement, judge_variants
-from conformance.rag.inputs import Gold, Outputs, Quality, outputs_from_records, read_corpus, read_gold, read_outputs
+from conformance.rag.inputs import (Gold, Outputs, Quality, outputs_from_records, read_corpus, read_gold,
+                                    read_outputs, run_of)
 from conformance.rag.choose_judge import make_judge
 from conformance.rag.judges import Judge
 from conformance.reference.prepare import Prepared
@@ -45,6 +50,9 @@ from conformance.reference.prepare import Prepared
 DEFAULT_KS = (1, 3, 5, 10)
 NO_SLICE = "(none)"
 QUALITY_SOURCES = ("correctness", "faithfulness", "relevance")
+# What a gold query a variant gave no output for counts as in the generation means.
+MISSING_RULE = {"fail": "their generation scores count as 0 (a failure)",
+                "skip": "left out of the generation means (--missing skip)"}
 
 
 @dataclass
@@ -67,6 +75,8 @@ class Cell:
 
     interval: bootstrap.Interval
     spread: retrieval.Spread | None = None
+    missing: int = 0  # queries of the slice the variant has no output for
+    of: int = 0  # queries in the slice
 
 
 @dataclass
@@ -94,6 +104,9 @@ class RagResult:
     study: Any = None  # study.Study with correlate
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    missing: str = "fail"  # what a query without output counts as (MISSING_RULE)
+    length_table: dict | None = None  # answer length against faithfulness (conformance.rag.length)
+    judge_failures: dict | None = None  # {"asked", "failed"}: verdicts asked of the judge, and failed
 
     @property
     def metric_names(self) -> list[str]:
@@ -141,6 +154,12 @@ def evaluate_variants(
     resamples: int = 1000,
     seed: int = 0,
     entries: Sequence | None = None,
+    missing: str = "fail",
+    judge_timeout: float = 60.0,
+    judge_workers: int = 4,
+    stopwords: str = "en",
+    judge_repeat: int = 1,
+    before_judging: Callable[[dict], None] | None = None,
 ) -> RagResult:
     """Evaluate pipeline variants (see the module docstring). ``by`` None: no slices;
     ``by="query_class"`` (the default) slices only when some gold query has that field."""
@@ -151,6 +170,8 @@ def evaluate_variants(
         raise ConformanceError(f"--bootstrap must be at least 1, got {resamples}")
     if context_k is not None and context_k < 1:
         raise ConformanceError(f"--context-k must be a positive integer, got {context_k}")
+    if missing not in MISSING_RULE:
+        raise ConformanceError(f"--missing {missing!r}: expected fail or skip")
     if rank_by not in ("spearman", "pearson", "kendall"):
         raise ConformanceError(f"--rank-by {rank_by!r}: expected spearman, pearson or kendall")
     # the profile's conventions for the binary measures at the largest cutoff: the relevance
@@ -165,8 +186,14 @@ def evaluate_variants(
         from conformance.libs import all_entries
 
         entries = all_entries()
-    judge_obj = make_judge(judge, url=judge_url, model=judge_model)
-    second = make_judge(compare_judge) if compare_judge is not None else None
+    judge_obj = make_judge(judge, url=judge_url, model=judge_model, timeout=judge_timeout, workers=judge_workers,
+                           stopwords=stopwords)
+    second = make_judge(compare_judge, stopwords=stopwords) if compare_judge is not None else None
+    if second is None and judge_repeat > 1:
+        # self-consistency: the same judge asked again (a fresh instance: no cache is shared)
+        second = make_judge(judge, url=judge_url, model=judge_model, timeout=judge_timeout, workers=judge_workers,
+                            stopwords=stopwords)
+        second.name = f"{judge_obj.name} (second run)"
 
     qids = gold.qids
     qarr = np.asarray(qids, dtype=object)
@@ -174,23 +201,46 @@ def evaluate_variants(
     study_measures = retrieval.study_measures(ks)
     warnings: list[str] = []
     per_variant = []
+    answerable = gold.answerable_qids
+    unanswerable = ~np.isin(qarr, np.asarray(answerable, dtype=object))
+    if unanswerable.any():
+        warnings.append(f"{int(unanswerable.sum())} gold queries have no relevant document (unanswerable: "
+                        f"{_listed(qarr[unanswerable].tolist())}): no retrieval measure for them; correctness by the "
+                        "abstention rule (1 when the answer abstains, 0 when it answers)")
     for out in outputs:
-        prep = Prepared(gold.qrels, out.run)
-        values = retrieval.evaluate_profile(prep, study_measures, profile, qarr)
+        extra = sorted(q for q in out.records if q not in gold.queries)
+        # the retrieval measures read the answerable gold queries' lists only: a list for a
+        # query the gold file does not have, or has no relevant document for, has nothing to
+        # score it against (it is counted and listed, never scored as 0)
+        run = run_of(out.records, out.source, [q for q in answerable if q in out.records])
+        prep = Prepared(gold.qrels, run)
+        values = retrieval.blank(retrieval.evaluate_profile(prep, study_measures, profile, qarr), unanswerable)
         ev = retrieval.under_entries(prep, study_measures, entries, qarr)
+        ev.values = {m: retrieval.blank(v, unanswerable) for m, v in ev.values.items()}
         answered = sum(1 for q in qids if q in out.records)
-        not_in_gold = sum(1 for q in out.records if q not in gold.queries)
+        not_in_gold = len(extra)
         per_variant.append((out, values, ev, answered, not_in_gold))
         if answered < len(qids):
             warnings.append(f"variant {out.name}: {len(qids) - answered} of {len(qids)} gold queries have no output "
-                            "(diagnosed missing; retrieval measures follow the profile's query_set)")
+                            f"(diagnosed missing; {MISSING_RULE[missing]}; retrieval measures follow the "
+                            "profile's query_set)")
         if not_in_gold:
-            warnings.append(f"variant {out.name}: {not_in_gold} output record(s) for queries not in the gold file "
-                            "are not scored")
+            warnings.append(f"variant {out.name}: {not_in_gold} output(s) have no gold ({_listed(extra)}): "
+                            "left out of every metric")
         if out.unsorted:
             warnings.append(f"variant {out.name}: {out.unsorted} list(s) are not in descending score order: "
                             "retrieval measures rank by score, the diagnosis and the generator's context read "
                             "the list order")
+    if before_judging is not None:
+        from conformance.rag.generation import plan
+
+        support_items, relevance_items = plan(gold, outputs, qids, context_k)
+        estimate = {"support_items": len(support_items), "relevance_items": len(relevance_items),
+                    "judges": [judge_obj.name] + ([second.name] if second is not None else [])}
+        for j in [judge_obj] + ([second] if second is not None else []):
+            if hasattr(j, "estimate"):
+                estimate.setdefault("http", []).append(j.estimate(support_items, relevance_items))
+        before_judging(estimate)  # may stop the run (a dry run)
     generation = judge_variants(judge_obj, gold, outputs, qids, context_k)
     compared = judge_variants(second, gold, outputs, qids, context_k) if second is not None else None
     threshold = conv.relevance_threshold
@@ -221,24 +271,26 @@ def evaluate_variants(
     for label, mask in slices.items():
         table[label] = {}
         for r in results:
-            cols = _metric_columns(r, measures, gen_names, mask)
+            cols = _metric_columns(r, measures, gen_names, mask, missing)
             ivs = bootstrap.mean_intervals(cols, resamples, seed)
+            n_missing = int((~r.generation.answered[mask]).sum())
             row = {}
             for (name, _), iv in zip(_named(measures, gen_names), ivs):
                 sp = None
                 if label == "all" and name in {m.text for m in measures}:
                     m = next(m for m in measures if m.text == name)
                     sp = retrieval.spread(r.entries, m)
-                row[name] = Cell(iv, sp)
+                row[name] = Cell(iv, sp, n_missing, int(mask.sum()))
             table[label][r.name] = row
     comparisons = {}
     everything = slices["all"]
     for i, a in enumerate(results):
         for b in results[i + 1:]:
-            ca = _metric_columns(a, measures, gen_names, everything)
-            cb = _metric_columns(b, measures, gen_names, everything)
+            ca = _metric_columns(a, measures, gen_names, everything, missing)
+            cb = _metric_columns(b, measures, gen_names, everything, missing)
             ivs = bootstrap.paired_intervals(cb, ca, resamples, seed)  # b - a: later minus earlier
             comparisons[(b.name, a.name)] = {name: iv for (name, _), iv in zip(_named(measures, gen_names), ivs)}
+    bootstrap.holm([iv for cells in comparisons.values() for iv in cells.values()])
     agree = None
     if compared is not None:
         agree = agreement(generation, compared, graded)
@@ -255,13 +307,24 @@ def evaluate_variants(
     result = RagResult(gold, list(ks), profile, conv, judge_obj.describe(),
                        second.describe() if second is not None else None, graded, by, context_k,
                        resamples, seed, qids, measures, results, slices, table, comparisons, agree,
-                       study_measures=study_measures, notes=notes, warnings=warnings)
+                       study_measures=study_measures, notes=notes, warnings=warnings, missing=missing)
     from conformance.rag import study
 
+    from conformance.rag.length import length_table
+
+    result.length_table = length_table(results, graded)
+    asked = sum(sum(r.generation.asked.values()) for r in results)
+    failed = sum(sum(r.generation.errors().values()) for r in results)
+    result.judge_failures = {"asked": asked, "failed": failed}
     result.candidates = study.candidates_from_result(result)
     if correlate:
         result.study = study.study_from_result(result, quality, rank_by)
     return result
+
+
+def _listed(ids: Sequence[str], most: int = 10) -> str:
+    shown = ", ".join(map(str, ids[:most]))
+    return shown + (f", ... {len(ids) - most} more" if len(ids) > most else "")
 
 
 def _check_ks(ks: Sequence[int]) -> list[int]:
@@ -306,9 +369,16 @@ def _named(measures: list[Measure], gen_names: list[str]) -> list[tuple[str, Mea
     return [(m.text, m) for m in measures] + [(g, None) for g in gen_names]
 
 
-def _metric_columns(r: VariantResult, measures: list[Measure], gen_names: list[str], mask: np.ndarray) -> np.ndarray:
-    """(queries in ``mask``) x (metrics): NaN where a query has no value."""
-    cols = [r.retrieval[m].lower for m in measures] + [r.generation.metric(g) for g in gen_names]
+def _metric_columns(r: VariantResult, measures: list[Measure], gen_names: list[str], mask: np.ndarray,
+                    missing: str = "fail") -> np.ndarray:
+    """(queries in ``mask``) x (metrics): NaN where a query has no value; a generation metric
+    of a query without output is 0 under ``missing="fail"`` (every judge's floor)."""
+    gen = [r.generation.metric(g) for g in gen_names]
+    failed = ~r.generation.answered
+    if missing != "fail":  # a pipeline's error on a query is its failure under either rule
+        failed &= np.isin(np.asarray(r.diagnoses.qids, dtype=object), np.asarray(list(r.outputs.errors), dtype=object))
+    gen = [np.where(failed, 0.0, g) for g in gen]
+    cols = [r.retrieval[m].lower for m in measures] + gen
     return np.stack(cols, axis=1)[mask] if cols else np.zeros((int(mask.sum()), 0))
 
 
@@ -317,14 +387,26 @@ def _metric_columns(r: VariantResult, measures: list[Measure], gen_names: list[s
 
 
 def evaluate_pipeline(pipeline: Callable[[str], Mapping[str, Any]], gold: Gold | str | os.PathLike,
-                      ks: Sequence[int] = DEFAULT_KS, *, name: str | None = None, **options) -> RagResult:
-    """Run ``pipeline(question)`` over every gold query and evaluate its outputs as one
-    variant (``options`` as for :func:`evaluate_variants`). A query without a ``query`` text is
-    an error here (the pipeline needs a question)."""
+                      ks: Sequence[int] = DEFAULT_KS, *, name: str | None = None, workers: int = 1,
+                      **options) -> RagResult:
+    """Run ``pipeline(question)`` over every gold query, ``workers`` calls at a time (a thread
+    pool: the pipeline is called from several threads when ``workers`` > 1), and evaluate its
+    outputs as one variant (``options`` as for :func:`evaluate_variants`).
+
+    A query whose call raises, or returns something that is not a valid output record, is
+    recorded with its reason (``Outputs.errors``, the diagnosis ``error``) and counts as that
+    query's failure: its generation scores are 0 whatever ``missing`` says. The other queries
+    are evaluated. A gold query without a ``query`` text is an error here (the pipeline needs a
+    question)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conformance.rag.inputs import output_record
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConformanceError(f"workers must be a positive integer, got {workers!r}")
     gold = gold if isinstance(gold, Gold) else read_gold(gold)
     name = name or getattr(pipeline, "__name__", None) or "pipeline"
     source = f"<pipeline {name}>"
-    records = []
     corpus = options.get("corpus")
     if corpus is not None and not isinstance(corpus, Mapping):
         options["corpus"] = corpus = read_corpus(corpus)
@@ -332,10 +414,32 @@ def evaluate_pipeline(pipeline: Callable[[str], Mapping[str, Any]], gold: Gold |
         g = gold.queries[q]
         if g.query is None:
             raise InputError(gold.source, f"query {q!r} has no 'query' text to give the pipeline", g.line)
-        rec = pipeline(g.query)
+
+    def one(q: str):
+        try:
+            rec = pipeline(gold.queries[q].query)
+        except Exception as exc:  # the pipeline failing on one query is that query's failure
+            return q, None, f"the pipeline raised {type(exc).__name__}: {exc}"
         if not isinstance(rec, Mapping):
-            raise InputError(source, f"query {q!r}: the pipeline returned {type(rec).__name__}: expected a "
-                                     "mapping with 'retrieved' and 'answer'")
-        records.append((source, None, {"qid": q, **{k: v for k, v in rec.items() if k != "qid"}}))
-    outputs = outputs_from_records(records, name, corpus, source=source)
-    return evaluate_variants(gold, {name: outputs}, ks, **options)
+            return q, None, f"the pipeline returned {type(rec).__name__}: expected a mapping with 'retrieved' and 'answer'"
+        try:
+            return q, output_record(source, None, {"qid": q, **{k: v for k, v in rec.items() if k != "qid"}}, corpus), None
+        except InputError as exc:
+            return q, None, f"the pipeline's output is not valid: {exc}"
+
+    if workers == 1:
+        done = [one(q) for q in gold.qids]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, gold.qids))
+    records = {q: o for q, o, _ in done if o is not None}
+    errors = {q: e for q, _, e in done if e is not None}
+    from conformance.io.parsed import ReadCounts
+
+    outputs = Outputs(name, source, records, run_of(records, source), ReadCounts(read=len(records), used=len(records)),
+                      errors=errors)
+    result = evaluate_variants(gold, {name: outputs}, ks, **options)
+    if errors:
+        result.warnings.append(f"variant {name}: the pipeline failed on {len(errors)} of {len(gold.qids)} queries "
+                               f"({_listed(sorted(errors))}): each counts as a failure (diagnosis error)")
+    return result

@@ -11,9 +11,13 @@ JSONL, one query a line, in the RAG shape ``conformance.io.read_qrels_jsonl`` re
 The judgments (labels) are read by ``conformance.io`` and follow its rules (a gold id without a
 grade has label 1, a grade takes precedence). This module reads the rest of each record:
 ``query`` (a string; without it answer relevance is not computed for the query, and that is
-counted), ``gold_answer_substring`` (a string or null; without it answer correctness is not
+counted), ``gold_answer_substring`` (a string, a list of acceptable answers (aliases: the
+answer is correct when it holds any of them), or null; without it answer correctness is not
 computed), ``query_class`` and every other key, kept as metadata (values that are strings,
-numbers, booleans or null; the slices of ``--by`` read them). Flat qrels records
+numbers, booleans or null; the slices of ``--by`` read them). One record per query holds its
+gold documents: a second record with ``gold_doc_ids`` or ``graded_relevance`` for the same query
+is refused, naming both lines. A query no document is relevant to (an empty ``gold_doc_ids``)
+is kept as unanswerable (``GoldQuery.answerable``). Flat qrels records
 (``{"qid", "docid", "relevance"}``) may stand in the same file; several records of one query
 must not disagree on a metadata value.
 
@@ -32,6 +36,8 @@ JSONL, one query a line::
   an error. ``text`` may be left out when a corpus gives the document's text; a record's own
   text wins over the corpus (it is what the generator saw).
 - ``answer``: a string (it may be empty: then nothing is claimed).
+- ``abstained`` (optional): true when the pipeline declined to answer, false when it did not;
+  without it, an answer abstains when ``conformance.rag.text.abstains`` says so.
 - other keys are ignored. Two records of one query are an error naming both lines.
 
 Corpus (``read_corpus``)
@@ -40,17 +46,18 @@ JSONL ``{"doc_id": "d1", "text": "..."}`` a line (``docid`` also read), or a JSO
 ``{doc_id: text}``.
 
 Every problem is one :class:`~conformance.errors.InputError` naming the file, the 1-based line
-and the field, with what was expected and what was found. Files may be gzip-compressed; a UTF-8
-byte order mark is skipped; blank lines are skipped and counted.
+and the field, with what was expected and what was found. Files are read through
+``conformance.io.text.read_bytes``, the one input boundary of the tool: they may be
+gzip-compressed, a UTF-8 byte order mark is skipped, and the limits of ``conformance.io.limits``
+(``CONFORMANCE_MAX_INPUT_BYTES``, ``CONFORMANCE_MAX_LINE_BYTES``; binary content) apply as they
+do to qrels and runs. Blank lines are skipped and counted.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -59,13 +66,15 @@ import numpy as np
 from conformance import io as cio
 from conformance.io.data import Qrels, Run
 from conformance.io.parsed import ReadCounts
+from conformance.io.text import decode, read_bytes
 from conformance.errors import InputError
 
 # The query id keys ``conformance.io`` reads in JSONL records, in the order it tries them.
 QID_KEYS = ("qid", "query_id", "q_id")
 DOCID_KEYS = ("doc_id", "docid")
 # Gold keys that are judgments, not metadata.
-_JUDGMENT_KEYS = ("gold_doc_ids", "graded_relevance", "docid", "doc_id", "relevance", "label", "rel")
+_GOLD_LIST_KEYS = ("gold_doc_ids", "graded_relevance", "relevant_doc_ids", "positive_doc_ids", "gold_ids")
+_JUDGMENT_KEYS = _GOLD_LIST_KEYS[2:] + ("gold_doc_ids", "graded_relevance", "docid", "doc_id", "relevance", "label", "rel")
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,31 +94,12 @@ def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _file_text(path: str | os.PathLike) -> tuple[str, str]:
-    name = os.fsdecode(path)
-    if os.path.isdir(name):
-        raise InputError(name, "is a directory: expected a file")
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
-    except PermissionError:
-        raise InputError(name, "cannot read the file: permission denied") from None
-    except OSError as e:
-        raise InputError(name, f"cannot read the file: {e.strerror or e}") from None
-    if data[:2] == b"\x1f\x8b" or name.lower().endswith(".gz"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error, ValueError) as e:
-            raise InputError(name, f"cannot decompress: the gzip data is damaged ({e})") from None
-    if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
-    try:
-        return data.decode("utf-8"), name
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise InputError(name, f"not UTF-8 text: byte 0x{data[e.start]:02x} cannot be decoded", line) from None
+def _file_text(path: str | os.PathLike, lines: bool = True) -> tuple[str, str]:
+    """The file's text through the one input boundary, ``conformance.io.text``: gunzipped,
+    without a byte order mark, within the size (and, for line formats, line length) limits of
+    ``conformance.io.limits``, UTF-8 decoded; every problem is its InputError."""
+    data, name = read_bytes(path, lines=lines)
+    return decode(data, name), name
 
 
 def jsonl_records(path: str | os.PathLike, counts: ReadCounts | None = None) -> Iterator[tuple[str, int, dict]]:
@@ -190,9 +180,10 @@ class GoldQuery:
 
     qid: str
     query: str | None = None
-    gold_answer: str | None = None
+    gold_answer: str | tuple[str, ...] | None = None  # one acceptable answer, or its aliases
     metadata: dict[str, Any] = field(default_factory=dict)  # query_class and every other key
     line: int = 0
+    answerable: bool = True  # the gold file judges at least one document relevant (label > 0)
 
 
 @dataclass
@@ -207,6 +198,10 @@ class Gold:
     def qids(self) -> list[str]:
         return sorted(self.queries)
 
+    @property
+    def answerable_qids(self) -> list[str]:
+        return sorted(q for q, g in self.queries.items() if g.answerable)
+
     def field_values(self, name: str) -> dict[str, Any]:
         """qid -> the value of metadata field ``name`` (queries without it are absent)."""
         return {q: g.metadata[name] for q, g in self.queries.items() if name in g.metadata}
@@ -219,6 +214,7 @@ def read_gold(path: str | os.PathLike) -> Gold:
     """Read the gold JSONL file (see the module docstring)."""
     qrels = cio.read_qrels_jsonl(path)  # judgments first: its errors are the readers' own
     queries: dict[str, GoldQuery] = {}
+    judged_on: dict[str, int] = {}  # the line of each query's gold_doc_ids / graded_relevance record
     for name, line, rec in jsonl_records(path):
         def fail(p: str, _line=line) -> InputError:
             return InputError(name, p, _line)
@@ -228,6 +224,11 @@ def read_gold(path: str | os.PathLike) -> Gold:
         if g is None:
             g = queries[q] = GoldQuery(q, line=line)
         qkey = next((k for k in QID_KEYS if k in rec), None)
+        if any(k in rec for k in _GOLD_LIST_KEYS):
+            if q in judged_on:
+                raise fail(f"query {q!r} has gold documents on lines {judged_on[q]} and {line}: expected one "
+                           "gold record per query (two would be merged silently)")
+            judged_on[q] = line
         for k, v in rec.items():
             if k == qkey or k.lower() in _JUDGMENT_KEYS:
                 continue
@@ -237,8 +238,14 @@ def read_gold(path: str | os.PathLike) -> Gold:
                 _agree(g, "query", g.query, v, fail)
                 g.query = v
             elif k == "gold_answer_substring":
-                if v is not None and not isinstance(v, str):
-                    raise fail(f"query {q!r}: 'gold_answer_substring' is {_kind(v)}: expected a string or null")
+                if isinstance(v, list):
+                    if not v or not all(isinstance(a, str) for a in v):
+                        raise fail(f"query {q!r}: 'gold_answer_substring' is {_kind(v)}: expected a string, a "
+                                   "non-empty list of acceptable answers (strings), or null")
+                    v = tuple(v)
+                elif v is not None and not isinstance(v, str):
+                    raise fail(f"query {q!r}: 'gold_answer_substring' is {_kind(v)}: expected a string, a list "
+                               "of acceptable answers or null")
                 if v is not None:
                     _agree(g, k, g.gold_answer, v, fail)
                     g.gold_answer = v
@@ -249,12 +256,11 @@ def read_gold(path: str | os.PathLike) -> Gold:
                 if k in g.metadata:
                     _agree(g, k, g.metadata[k], v, fail, present=True)
                 g.metadata[k] = v
-    judged = set(qrels.present_qids().tolist())
-    for q in list(queries):
-        if q not in judged:
-            # a record with no judged document: io counted it as read and ignored; its query
-            # has nothing to retrieve, so it is not a gold query
-            del queries[q]
+    positive = set(np.asarray(qrels.query_ids())[np.asarray(qrels.label, np.float64) > 0].astype(str).tolist())
+    for q, g in queries.items():
+        # a query with no relevant document (an empty gold_doc_ids, or only grades of 0) is
+        # unanswerable from the corpus: kept, and scored by the abstention rule
+        g.answerable = q in positive
     return Gold(qrels, queries, os.fsdecode(path))
 
 
@@ -270,7 +276,7 @@ def read_corpus(path: str | os.PathLike) -> dict[str, str]:
     """doc_id -> text, from JSONL records or one JSON object (see the module docstring)."""
     name = os.fsdecode(path)
     if name.lower().endswith(".json") or name.lower().endswith(".json.gz"):
-        text, name = _file_text(path)
+        text, name = _file_text(path, lines=False)
         try:
             obj = json.loads(text, object_pairs_hook=_no_repeats)
         except _Duplicate as d:
@@ -317,6 +323,7 @@ class Output:
     answer: str
     line: int
     scored: bool = True  # whether the record gave scores
+    abstained: bool | None = None  # the record's own "abstained" (None: read from the answer)
 
 
 @dataclass
@@ -329,6 +336,7 @@ class Outputs:
     run: Run
     counts: ReadCounts
     unsorted: int = 0  # records whose scores are not in non-increasing list order
+    errors: dict[str, str] = field(default_factory=dict)  # qid -> why a pipeline gave no output
 
 
 def read_outputs(path: str | os.PathLike, name: str, corpus: Mapping[str, str] | None = None) -> Outputs:
@@ -360,13 +368,26 @@ def outputs_from_records(records: Iterable[tuple[str, int | None, Mapping[str, A
     if counts.read == 0:
         counts.read = len(out)
     counts.used = counts.read
-    rows = [(q, d, s, float(i + 1)) for q, o in out.items()
-            for i, (d, s) in enumerate(zip(o.doc_ids, o.scores.tolist()))]
-    run = Run.from_records(rows, src)
-    run.line = np.array([out[q].line or 0 for q, _, _, _ in rows], dtype=np.int64)
-    run.counts = ReadCounts(read=len(rows), used=len(rows))
+    run = run_of(out, src)
     unsorted = sum(1 for o in out.values() if o.scored and o.scores.size > 1 and bool((np.diff(o.scores) > 0).any()))
     return Outputs(name, src, out, run, counts, unsorted)
+
+
+def run_of(records: Mapping[str, Output], source: str, qids: Iterable[str] | None = None) -> Run:
+    """The retrieved lists of ``records`` (only the queries ``qids`` when given) as a Run whose
+    rows are in list order within each query."""
+    keep = None if qids is None else set(qids)
+    rows = [(q, d, s, float(i + 1)) for q, o in records.items() if keep is None or q in keep
+            for i, (d, s) in enumerate(zip(o.doc_ids, o.scores.tolist()))]
+    run = Run.from_records(rows, source)
+    run.line = np.array([records[q].line or 0 for q, _, _, _ in rows], dtype=np.int64)
+    run.counts = ReadCounts(read=len(rows), used=len(rows))
+    return run
+
+
+def output_record(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mapping[str, str] | None) -> Output:
+    """One validated output record (an InputError names what is wrong with it)."""
+    return _output(fname, line, rec, corpus)
 
 
 def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mapping[str, str] | None) -> Output:
@@ -386,6 +407,9 @@ def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mappin
     answer = rec["answer"]
     if not isinstance(answer, str):
         raise fail(f"query {q!r}: 'answer' is {_kind(answer)}: expected a string")
+    abstained = rec.get("abstained")
+    if abstained is not None and not isinstance(abstained, bool):
+        raise fail(f"query {q!r}: 'abstained' is {_kind(abstained)}: expected true, false or null")
     doc_ids: list[str] = []
     scores: list[float] = []
     texts: list[str] = []
@@ -430,7 +454,7 @@ def _output(fname: str, line: int | None, rec: Mapping[str, Any], corpus: Mappin
         texts.append(t)
     n = len(doc_ids)
     values = np.array(scores, dtype=np.float64) if with_score else np.arange(n, 0, -1, dtype=np.float64)
-    return Output(q, doc_ids, values, texts, answer, line or 0, bool(with_score))
+    return Output(q, doc_ids, values, texts, answer, line or 0, bool(with_score), abstained)
 
 
 # --------------------------------------------------------------------------------------------

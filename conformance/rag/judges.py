@@ -27,12 +27,25 @@ exception) is recorded as that item's error.
 
 Built-in judges
 ---------------
-- ``overlap`` (the default; deterministic, offline): the support of a claim is the fraction of
-  its distinct content tokens (``conformance.rag.text``) that occur anywhere in the context;
-  grade 2 from ``full`` (0.8), 1 from ``partial`` (0.5), else 0. Relevance is the fraction of
-  the question's distinct content tokens that the answer contains (NaN for a question with no
-  content token, then recorded as an error). Token sets are compared with numpy over every item
-  of a batch at once.
+- ``overlap`` (the default; deterministic, offline; text rules of ``conformance.rag.text``):
+  each claim is aligned to its best-supporting sentence of the context (every passage split
+  into sentences), not to the whole context. A sentence can support a claim only when it holds
+  every number and named entity of the claim (``text.required``) and the two agree on negation
+  (``text.negated``: "has not been twinned" is refused by "is twinned", and the reverse); the
+  support is then the fraction of the claim's distinct content tokens found in that sentence,
+  and the claim takes the best support over its context's sentences: grade 2 from ``full``
+  (0.8), 1 from ``partial`` (0.5), else 0. So swapped numbers and names, and facts recombined
+  from two sentences, are refused. Relevance reads the question's information need from the
+  context: with N the answer's distinct content tokens that are not question tokens (what it
+  adds beyond echoing the question), Q the question's distinct content tokens and P a context
+  passage, relevance is the largest over the passages of |N in P| / |N| (the answer's new
+  content comes from P) times |Q in P or in the answer| / |Q| (P, with the answer, is about
+  what was asked); 0 when N is empty (an answer that repeats the question's words, however
+  often, adds nothing); with no context passage holding any question token, the fraction of
+  question tokens the answer holds when N is not empty. Each question term counts once; words
+  are compared unstemmed ("draws" is not "draw"), so a correct answer can score below 1.
+  NaN (an error) for a question with no content token. Everything is computed with numpy over
+  every item of a batch at once.
 - ``embedding`` (``conformance.rag.judge_embedding``, the ``rag`` extra): sentence embeddings of
   the packaged all-MiniLM-L6-v2 model.
 - an HTTP endpoint speaking the chat-completions protocol (``conformance.rag.judge_http``).
@@ -50,7 +63,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from conformance.errors import ConformanceError
-from conformance.rag.text import STOPWORDS, Vocabulary
+from conformance.rag import text
+from conformance.rag.text import Vocabulary
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,7 @@ class SupportTask:
 class RelevanceTask:
     question: str
     answer: str
+    context: tuple[str, ...] = ()  # the passages the generator saw (a judge may read them)
 
 
 @dataclass
@@ -137,50 +152,171 @@ def read_relevance(value: Any) -> tuple[float | None, str | None]:
 
 
 class OverlapJudge(Judge):
-    """Token overlap of each claim with the context, and of the question with the answer."""
+    """Each claim aligned to its best-supporting context sentence; the answer's new content
+    against the passage that best matches the question (see the module docstring)."""
 
     name = "overlap"
 
-    def __init__(self, full: float = 0.8, partial: float = 0.5) -> None:
+    def __init__(self, full: float = 0.8, partial: float = 0.5, stopwords: str = text.DEFAULT_STOPWORDS) -> None:
         if not 0.0 < partial <= full <= 1.0:
             raise ConformanceError(f"overlap judge: expected 0 < partial <= full <= 1, got partial={partial}, full={full}")
         self.full, self.partial = full, partial
-        self.vocabulary = Vocabulary()
+        self.vocabulary = Vocabulary(stopwords)
+        self.stopwords = stopwords
+        self._passages: dict[str, tuple[list[np.ndarray], list[bool], frozenset]] = {}
+        self._claims: dict[str, tuple[np.ndarray, np.ndarray, bool, int | None]] = {}
 
     def settings(self) -> dict[str, Any]:
         return {
-            "tokenizer": "lower-cased runs of letters and digits ([^\\W_]+), without "
-                         f"{len(STOPWORDS)} English function words, no stemming",
-            "support": "distinct claim tokens found in the context / distinct claim tokens",
+            "tokenizer": "NFKC + casefold, runs of letters/digits/marks, one word per CJK or Thai character, "
+                         f"without the {self.stopwords!r} stopwords ({len(text.STOPWORDS[self.stopwords])} words), "
+                         "no stemming",
+            "support": "per claim, its best context sentence: distinct claim tokens found in it / distinct claim "
+                       "tokens, 0 unless every number and named entity of the claim is in it and claim and sentence "
+                       "agree on negation",
             "grade_2_from": self.full,
             "grade_1_from": self.partial,
-            "relevance": "distinct question tokens found in the answer / distinct question tokens",
+            "relevance": "distinct answer tokens not in the question found in the passage that best matches the "
+                         "question / distinct answer tokens not in the question (0 when the answer only echoes "
+                         "the question)",
         }
 
+    def _passage(self, passage: str) -> tuple[list[np.ndarray], list[bool], frozenset]:
+        """The passage's sentences (token sets, negation) and the words it writes as names."""
+        found = self._passages.get(passage)
+        if found is None:
+            ss = text.sentences(passage)
+            names = frozenset(w for x in ss for w in text.required(x) if not w.isdigit())
+            found = ([self.vocabulary.token_set(x) for x in ss], [text.negated(x) for x in ss], names)
+            self._passages[passage] = found
+        return found
+
+    def _claim(self, claim: str) -> tuple[np.ndarray, np.ndarray, bool, str | None]:
+        found = self._claims.get(claim)
+        if found is None:
+            tok = self.vocabulary.token_set(claim)
+            req = self.vocabulary.ids_of(text.required(claim))
+            opening = text.opening_word(claim)
+            if opening is not None and opening in text.stopword_list(self.stopwords):
+                opening = None
+            found = (tok, np.intersect1d(req, tok), text.negated(claim), opening)
+            self._claims[claim] = found
+        return found
+
     def support_many(self, tasks: Sequence[SupportTask]) -> list[SupportResult]:
-        vocab = self.vocabulary
-        n_claims = np.array([len(t.claims) for t in tasks], dtype=np.int64)
-        n_context = np.array([len(t.context) for t in tasks], dtype=np.int64)
-        task_ids = np.arange(len(tasks), dtype=np.int64)
-        overlap = covered_fraction(
-            np.repeat(task_ids, n_claims), [vocab.token_set(c) for t in tasks for c in t.claims],
-            np.repeat(task_ids, n_context), [vocab.token_set(p) for t in tasks for p in t.context],
-            len(vocab))
-        grades = np.where(overlap >= self.full, 2, np.where(overlap >= self.partial, 1, 0))
-        ends = np.cumsum(n_claims)
-        out = []
-        for i in range(len(tasks)):
-            part = slice(int(ends[i] - n_claims[i]), int(ends[i]))
-            out.append(SupportResult(grades[part].tolist(), None, overlap[part].tolist()))
+        c_task, c_sets, c_req, c_neg = [], [], [], []
+        s_task, s_sets, s_neg = [], [], []
+        for ti, t in enumerate(tasks):
+            names: set[str] = set()
+            for p in t.context:
+                sets, negs, passage_names = self._passage(p)
+                s_task += [ti] * len(sets)
+                s_sets += sets
+                s_neg += negs
+                names |= passage_names
+            for c in t.claims:
+                tok, req, neg, opening = self._claim(c)
+                if opening is not None and opening in names:  # the context writes it as a name
+                    req = np.union1d(req, np.intersect1d(self.vocabulary.ids_of([opening]), tok))
+                c_task.append(ti), c_sets.append(tok), c_req.append(req), c_neg.append(neg)
+        best = best_sentence_support(np.asarray(c_task, np.int64), c_sets, c_req, np.asarray(c_neg, bool),
+                                     np.asarray(s_task, np.int64), s_sets, np.asarray(s_neg, bool), len(self.vocabulary))
+        grades = np.where(best >= self.full, 2, np.where(best >= self.partial, 1, 0))
+        out, at = [], 0
+        for t in tasks:
+            part = slice(at, at + len(t.claims))
+            at += len(t.claims)
+            out.append(SupportResult(grades[part].tolist(), None, best[part].tolist()))
         return out
 
     def relevance_many(self, tasks: Sequence[RelevanceTask]) -> list[RelevanceResult]:
         vocab = self.vocabulary
-        task_ids = np.arange(len(tasks), dtype=np.int64)
-        frac = covered_fraction(task_ids, [vocab.token_set(t.question) for t in tasks],
-                                task_ids, [vocab.token_set(t.answer) for t in tasks], len(vocab))
-        return [RelevanceResult(None, "the question has no content token") if math.isnan(f)
-                else RelevanceResult(float(f)) for f in frac.tolist()]
+        n = len(tasks)
+        q_sets = [vocab.token_set(t.question) for t in tasks]
+        a_sets = [vocab.token_set(t.answer) for t in tasks]
+        new = [np.setdiff1d(a, q, assume_unique=True) for a, q in zip(a_sets, q_sets)]
+        ids = np.arange(n, dtype=np.int64)
+        # without a context: the answer's coverage of the question, 0 when it adds nothing
+        echo = covered_fraction(ids, q_sets, ids, a_sets, len(vocab))
+        pair_task = np.repeat(ids, [len(t.context) for t in tasks])
+        p_sets = [vocab.token_set(p) for t in tasks for p in t.context]
+        pairs = np.arange(pair_task.size, dtype=np.int64)
+        # per (task, passage): the question tokens found in the passage or the answer, and the
+        # answer's new tokens found in the passage; the task takes the best product
+        q_cov = covered_fraction(pairs, [q_sets[i] for i in pair_task], np.r_[pairs, pairs],
+                                 p_sets + [a_sets[i] for i in pair_task], len(vocab))
+        n_cov = covered_fraction(pairs, [new[i] for i in pair_task], pairs, p_sets, len(vocab))
+        score = np.nan_to_num(q_cov) * np.nan_to_num(n_cov)
+        best_q = np.full(n, np.nan)
+        best_n = np.full(n, np.nan)
+        if pair_task.size:
+            best_q[np.unique(pair_task)] = 0.0
+            np.fmax.at(best_q, pair_task, np.nan_to_num(q_cov))
+            best_n[np.unique(pair_task)] = 0.0
+            np.maximum.at(best_n, pair_task, score)
+        out = []
+        for i in range(n):
+            if q_sets[i].size == 0:
+                out.append(RelevanceResult(None, "the question has no content token"))
+            elif new[i].size == 0:
+                out.append(RelevanceResult(0.0))  # the answer only echoes the question
+            elif np.isnan(best_q[i]) or best_q[i] == 0:
+                out.append(RelevanceResult(float(echo[i])))  # no passage to read the need from
+            else:
+                out.append(RelevanceResult(float(best_n[i])))
+        return out
+
+
+def best_sentence_support(c_task: np.ndarray, c_sets: list[np.ndarray], c_req: list[np.ndarray],
+                          c_neg: np.ndarray, s_task: np.ndarray, s_sets: list[np.ndarray], s_neg: np.ndarray,
+                          n_vocab: int) -> np.ndarray:
+    """Per claim: the largest fraction of its distinct tokens found in one sentence of its task's
+    context, over the sentences that hold every required token of the claim and agree with it
+    on negation; 0 when no sentence qualifies.
+
+    Keys task * V + token make one sorted array of every (sentence, token); each claim token is
+    looked up in it (``np.searchsorted``, left and right), the matches are expanded to (claim,
+    sentence) pairs and counted per pair (``np.unique``, ``np.bincount``), so no Python loop
+    runs over sentences or tokens.
+    """
+    n_claims = len(c_sets)
+    out = np.zeros(n_claims)
+    if not n_claims or not s_sets:
+        return out
+    V = np.int64(max(n_vocab, 1))
+    s_sizes = np.fromiter((x.size for x in s_sets), np.int64, len(s_sets))
+    s_of = np.repeat(np.arange(len(s_sets), dtype=np.int64), s_sizes)
+    s_keys = np.repeat(s_task, s_sizes) * V + np.concatenate(s_sets)
+    order = np.argsort(s_keys, kind="stable")
+    s_keys, s_of = s_keys[order], s_of[order]
+    c_sizes = np.fromiter((x.size for x in c_sets), np.int64, n_claims)
+    c_of = np.repeat(np.arange(n_claims, dtype=np.int64), c_sizes)
+    c_tok = np.concatenate(c_sets)
+    c_keys = c_task[c_of] * V + c_tok
+    is_req = np.zeros(c_tok.size, bool)
+    n_req = np.fromiter((x.size for x in c_req), np.int64, n_claims)
+    if n_req.any():
+        req_keys = np.repeat(np.arange(n_claims, dtype=np.int64), n_req) * V + np.concatenate(c_req)
+        is_req = np.isin(c_of * V + c_tok, req_keys)
+    lo = np.searchsorted(s_keys, c_keys, "left")
+    hi = np.searchsorted(s_keys, c_keys, "right")
+    counts = hi - lo
+    total = int(counts.sum())
+    if total == 0:
+        return out
+    entry = np.repeat(np.arange(c_keys.size, dtype=np.int64), counts)
+    offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    sentence = s_of[np.repeat(lo, counts) + offset]
+    claim = c_of[entry]
+    S = np.int64(len(s_sets))
+    pair, inverse = np.unique(claim * S + sentence, return_inverse=True)
+    hits = np.bincount(inverse)
+    req_hits = np.bincount(inverse, weights=is_req[entry].astype(np.float64))
+    p_claim, p_sentence = pair // S, pair % S
+    valid = (req_hits == n_req[p_claim]) & (c_neg[p_claim] == s_neg[p_sentence])
+    score = np.where(valid, hits / c_sizes[p_claim], 0.0)
+    np.maximum.at(out, p_claim, score)
+    return out
 
 
 def covered_fraction(item_task: np.ndarray, item_sets: list[np.ndarray], pool_task: np.ndarray,

@@ -22,6 +22,8 @@ bytes. Top-level keys:
 - ``candidates`` and ``observations``: the correlation study's inputs, each candidate metric's
   value per observation (``conformance correlate --metrics-from`` reads them back);
 - ``correlation`` (with ``--correlate``), ``judge_agreement`` (with ``--compare-judge``);
+- ``answer_length``: answer length against faithfulness (``conformance.rag.length``);
+  ``missing``: what a query without output counted as (``fail`` or ``skip``);
 - ``notes`` and ``warnings``.
 """
 
@@ -89,6 +91,8 @@ def to_dict(result) -> dict[str, Any]:
                         for (a, b), d in result.comparisons.items()],
         "per_query": _per_query(result),
         "judge_agreement": result.judge_agreement,
+        "answer_length": result.length_table,
+        "missing": result.missing,
         "correlation": _study(result.study) if result.study is not None else None,
         "notes": result.notes,
         "warnings": result.warnings,
@@ -172,7 +176,7 @@ def _ranking(r) -> dict:
         "lead": None if r.lead is None else {"estimate": _num(r.lead[0]), "low": _num(r.lead[1]),
                                               "high": _num(r.lead[2])},
         "answers": r.full,
-        "rows": [{"candidate": row.candidate, "n": row.n, "ranked": row.n == r.full,
+        "rows": [{"candidate": row.candidate, "n": row.n, "ranked": row.ranked,
                   **{c: {"estimate": _num(row.estimate[c]), "low": _num(row.low[c]),
                          "high": _num(row.high[c]), "undefined_resamples": row.undefined[c]}
                      for c in COEFFICIENTS}} for row in r.rows],

@@ -131,6 +131,8 @@ def evaluate_aligned(prep: Prepared, measures: Sequence[Measure], conv: Conventi
     EvaluationError where ``conv`` refuses the input."""
     ev = evaluate(prep, None, list(measures), conv)
     pos = np.searchsorted(qids, ev.qids)
+    if ev.qids.size and (qids.size == 0 or not np.array_equal(qids[np.minimum(pos, qids.size - 1)], ev.qids)):
+        raise ValueError("evaluate_aligned: the evaluation holds queries outside qids")  # callers restrict the run
     out = {}
     for m in measures:
         lo = np.full(qids.size, np.nan)
@@ -139,6 +141,18 @@ def evaluate_aligned(prep: Prepared, measures: Sequence[Measure], conv: Conventi
         lo[pos], hi[pos], counted[pos] = ev.per_query[m], ev.upper[m], ev.counted[m]
         lo[~counted] = np.nan
         hi[~counted] = np.nan
+        out[m] = Values(lo, hi, counted)
+    return out
+
+
+def blank(values: dict, mask: np.ndarray) -> dict:
+    """``values`` with the queries of ``mask`` not counted (NaN): for queries no measure applies to."""
+    if not mask.any():
+        return values
+    out = {}
+    for m, v in values.items():
+        lo, hi, counted = v.lower.copy(), v.upper.copy(), v.counted.copy()
+        lo[mask], hi[mask], counted[mask] = np.nan, np.nan, False
         out[m] = Values(lo, hi, counted)
     return out
 

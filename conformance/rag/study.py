@@ -18,8 +18,12 @@ the others listed as ``same_as``.
 Subsets. Overall; per K/N_p bucket (N_p the query's relevant gold documents, K the cutoff of a
 measure with one: ``K < N_p``, ``N_p <= K < 2 N_p``, ``K >= 2 N_p``; measures without a cutoff
 are left out of buckets); per slice (``--by``). A candidate's observations in a subset are
-those where it and q both have a value; only candidates with a value on every answer of the
-subset are ranked (the others are listed after them).
+those where it and q both have a value. A candidate is ranked when it has a value on as many
+answers of the subset as any candidate of its cutoff and, in a bucket or a slice, on at least
+:data:`MIN_ANSWERS` (10; the overall study ranks whatever the user has); the others are listed
+after them. In a K/N_p bucket each cutoff K holds different answers (the
+bucket is decided by K), so every (metric, cutoff) with enough answers there is ranked, with
+the same intervals as overall; MRR and AP, which have no K, are not in the buckets.
 
 Each candidate's Spearman, Pearson and Kendall coefficients come with bootstrap intervals
 (``correlation``: resampling queries, each with all its answers; the same resamples for every
@@ -42,6 +46,7 @@ from conformance.rag.correlation import COEFFICIENTS, bootstrap_weights, coeffic
 
 BUCKETS = ("K < N_p", "N_p <= K < 2 N_p", "K >= 2 N_p")
 BOOTSTRAPPED = 20  # per subset, the leading candidates that get bootstrap intervals
+MIN_ANSWERS = 10  # fewer answers than this in a subset: a candidate is listed, not ranked
 MAX_AXES_NAMED = 3
 
 
@@ -134,6 +139,7 @@ class Row:
     low: dict[str, float | None]
     high: dict[str, float | None]
     undefined: dict[str, int]
+    ranked: bool = False  # as many answers as any candidate of its cutoff, and at least MIN_ANSWERS
 
 
 @dataclass
@@ -172,10 +178,10 @@ def run_study(candidates: list[Candidate], quality: np.ndarray, cluster: np.ndar
     W = Wq[:, cluster]
     has_q = ~np.isnan(quality)
 
-    def rank(label: str, masks: list[np.ndarray | None]) -> Ranking:
-        return _rank(label, candidates, masks, quality, W, rank_by)
+    def rank(label: str, masks: list[np.ndarray | None], least: int = MIN_ANSWERS) -> Ranking:
+        return _rank(label, candidates, masks, quality, W, rank_by, least)
 
-    overall = rank("overall", [has_q] * len(candidates))
+    overall = rank("overall", [has_q] * len(candidates), least=0)
     buckets = []
     with np.errstate(divide="ignore", invalid="ignore"):
         for b, name in enumerate(BUCKETS):
@@ -194,7 +200,7 @@ def run_study(candidates: list[Candidate], quality: np.ndarray, cluster: np.ndar
 
 
 def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None], quality: np.ndarray,
-          W: np.ndarray, rank_by: str) -> Ranking:
+          W: np.ndarray, rank_by: str, least: int = MIN_ANSWERS) -> Ranking:
     rows: list[Row] = []
     keeps: dict[int, np.ndarray] = {}
     for i, (c, mask) in enumerate(zip(candidates, masks)):
@@ -206,13 +212,21 @@ def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None
         est = {coef: (None if np.isnan(point[coef][0]) else float(point[coef][0])) for coef in COEFFICIENTS}
         none = {coef: None for coef in COEFFICIENTS}
         rows.append(Row(i, int(keep.sum()), est, dict(none), dict(none), {coef: 0 for coef in COEFFICIENTS}))
-    # A candidate with fewer answers than the most any has (its conventions refuse part of the
-    # input, or skip its empty queries) is listed after the others and not ranked: a
-    # correlation over a subset is not comparable with one over every answer.
+    # A candidate with fewer answers than the most any candidate of the same cutoff has (its
+    # conventions refuse part of the input, or skip its empty queries) is listed after the
+    # others and not ranked: a correlation over part of the answers is not comparable with
+    # one over all of them. The comparison is per cutoff because a K/N_p bucket holds
+    # different answers at each K; every cutoff with MIN_ANSWERS answers there is ranked.
+    full_of: dict = {}
+    for r in rows:
+        k = candidates[r.candidate].cutoff
+        full_of[k] = max(full_of.get(k, 0), r.n)
+    for r in rows:
+        r.ranked = r.n == full_of[candidates[r.candidate].cutoff] and r.n >= least
     full = max((r.n for r in rows), default=0)
-    rows.sort(key=lambda r: (r.n < full, r.estimate[rank_by] is None, -(r.estimate[rank_by] or 0.0), r.candidate))
+    rows.sort(key=lambda r: (not r.ranked, r.estimate[rank_by] is None, -(r.estimate[rank_by] or 0.0), r.candidate))
     ranking = Ranking(label, rank_by, rows, "", full=full)
-    defined = [r for r in rows if r.estimate[rank_by] is not None and r.n == full]
+    defined = [r for r in rows if r.estimate[rank_by] is not None and r.ranked]
     # Intervals for the leading candidates only (the cost is resamples x answers per
     # candidate and coefficient); the others keep their point estimates.
     samples: dict[int, np.ndarray] = {}

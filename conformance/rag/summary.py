@@ -4,13 +4,16 @@ comparisons, the diagnoses, the judges' agreement and the correlation study.
 Values have three decimals. A retrieval value is followed by ``lo..hi`` when its mean differs
 across the library entries' conventions (the spread; the JSON and the report name the entries at
 each end). A comparison ``+0.120 [+0.050, +0.190]`` is the first variant minus the second with
-its 95% paired bootstrap interval, marked ``*`` when the interval excludes 0. Diagnoses list at
+its 95% paired bootstrap interval and its n, marked ``*`` when the interval excludes 0, n is at
+least ``bootstrap.MIN_STARRED_N`` and the difference survives Holm's correction over every
+cell of the comparison table (``conformance.rag.bootstrap``). Diagnoses list at
 most ``MAX_LISTED`` failing queries; the JSON and the report hold every one.
 """
 
 from __future__ import annotations
 
 from conformance.rag import diagnosis as diag
+from conformance.rag.bootstrap import MIN_STARRED_N
 
 MAX_LISTED = 25
 TOP_CANDIDATES = 8
@@ -34,15 +37,27 @@ def _cell(cell, with_spread: bool) -> str:
     return text
 
 
+def _count(cell, rule: str) -> str:
+    """Beside a generation mean: how the queries without output entered it."""
+    if not cell.missing:
+        return ""
+    if rule == "skip":
+        return f" over {cell.of - cell.missing} of {cell.of} queries"
+    return f" ({cell.missing} missing as 0)"
+
+
 def _table(result, label: str, with_spread: bool) -> list[str]:
     cells = result.table[label]
     names = [v.name for v in result.variants]
-    width = max([14] + [len(n) + 2 for n in names]) + (12 if with_spread else 0)
+    generation = set(result.metric_names[len(result.measures):])
+    counts = [_count(cells[v][m], result.missing) for v in names for m in generation]
+    width = max([14] + [len(n) + 2 for n in names] + [8 + len(c) for c in counts]) + (12 if with_spread else 0)
     lines = ["metric".ljust(NAME_WIDTH) + "".join(n.ljust(width) for n in names) + "n"]
     for metric in result.metric_names:
         row = [cells[v][metric] for v in names]
         ns = sorted({c.interval.n for c in row})
-        lines.append(metric.ljust(NAME_WIDTH) + "".join(_cell(c, with_spread).ljust(width) for c in row)
+        texts = [_cell(c, with_spread) + (_count(c, result.missing) if metric in generation else "") for c in row]
+        lines.append(metric.ljust(NAME_WIDTH) + "".join(t.ljust(width) for t in texts)
                      + "/".join(str(n) for n in ns))
     return lines
 
@@ -64,9 +79,14 @@ def render(result) -> str:
         out += _table(result, label, False)
     if result.comparisons:
         out.append("")
-        out.append("paired bootstrap, 95% interval of each difference (* excludes 0)")
+        cells = [iv for d in result.comparisons.values() for iv in d.values()]
+        raw = sum(1 for iv in cells if iv.excludes_zero())
+        starred = sum(1 for iv in cells if iv.starred())
+        out.append("paired bootstrap, 95% interval of each difference (t with the bootstrap's standard error) and its n; "
+                   f"* : excludes 0, n >= {MIN_STARRED_N}, and survives Holm's correction over the "
+                   f"{len(cells)} cells (family-wise error 5%): {starred} starred, {raw} exclude 0 uncorrected")
         pairs = list(result.comparisons)
-        width = 32
+        width = 40
         out.append("metric".ljust(NAME_WIDTH) + "".join(f"{a} - {b}".ljust(width) for a, b in pairs))
         for metric in result.metric_names:
             cells = []
@@ -74,7 +94,7 @@ def render(result) -> str:
                 iv = result.comparisons[p][metric]
                 text = _signed(iv.estimate)
                 if iv.low is not None:
-                    text += f" [{_signed(iv.low)}, {_signed(iv.high)}]" + ("*" if iv.excludes_zero() else "")
+                    text += f" [{_signed(iv.low)}, {_signed(iv.high)}] n={iv.n}" + ("*" if iv.starred() else "")
                 cells.append(text.ljust(width))
             out.append(metric.ljust(NAME_WIDTH) + "".join(cells))
     out.append("")
@@ -101,6 +121,11 @@ def render(result) -> str:
                    f"Cohen's kappa {kappa}")
         out.append(f"  answer relevance: {a['relevance_pairs']} answers, Pearson {_f(a['relevance_pearson'])}, "
                    f"Spearman {_f(a['relevance_spearman'])}, mean difference {_signed(a['relevance_mean_difference'])}")
+    if result.length_table is not None:
+        from conformance.rag.length import render as render_length
+
+        out.append("")
+        out += render_length(result.length_table)
     if result.study is not None:
         out += _study(result.study)
     if result.notes:

@@ -40,8 +40,10 @@ from conformance.report.html import _render_page, _script_json, _static, _write_
 DIAGNOSIS_COLOURS = {
     "missing": "#9aa5b1", "not_retrieved": "#d64545", "ranked_low": "#f0a202", "no_answer": "#7c5cbf",
     "unsupported": "#c2185b", "off_topic": "#5c8ed6", "incorrect": "#8d6e63", "ok": "#2f8f5b",
+    "abstained": "#b08900", "answered_unanswerable": "#6b2d2d", "error": "#333333",
 }
 TOP_PLOTTED = 20  # candidates drawn in the correlation plot (all are in its table)
+PAGE_ROWS = 100  # per-query rows drawn at a time (all are in the page's data)
 PLOT_WIDTH = 260
 
 
@@ -114,7 +116,8 @@ def context(doc: dict) -> dict[str, Any]:
         for m in metrics:
             iv = comp["metrics"][m["name"]]
             rows.append({"metric": m["name"], "text": _signed(iv["estimate"]),
-                         "ci": f"[{_signed(iv['low'])}, {_signed(iv['high'])}]" if iv["low"] is not None else "",
+                         "ci": (f"[{_signed(iv['low'])}, {_signed(iv['high'])}] n={iv['n']}"
+                                + ("*" if iv.get("starred") else "")) if iv["low"] is not None else "",
                          "estimate": iv["estimate"], "p": iv.get("p_above_zero"), "n": iv["n"],
                          "svg": _interval_svg(iv["low"], iv["high"], iv["estimate"], -bound, bound)})
         comparisons.append({"a": comp["a"], "b": comp["b"], "rows": rows, "bound": _fmt(bound, 2)})
@@ -202,8 +205,31 @@ def context(doc: dict) -> dict[str, Any]:
         "correlation": correlation,
         "settings": doc["settings"],
         "judge_agreement": doc["judge_agreement"],
-        "json_data": _script_json({"rows": len(per_query), "diagnoses": list(DIAGNOSES)}),
+        "json_data": _script_json(_per_query_data(per_query, variants, _key_metrics(doc))),
+        "page_rows": PAGE_ROWS,
     }
+
+
+def _per_query_data(per_query: list[dict], variants: list[str], key_metrics: list[str]) -> dict:
+    """The per-query rows as compact arrays for rag.js, which draws one page of the rows the
+    filters match: queries once (id, text, slice), then per (variant, query) row the indexes of
+    the variant, the query and the diagnosis, the other flags, the one-line reason (with the
+    judge's errors), the key retrieval metrics, the generation metrics and the answer."""
+    queries: dict[str, int] = {}
+    qrows = []
+    rows = []
+    diag_index = {d: i for i, d in enumerate(DIAGNOSES)}
+    var_index = {v: i for i, v in enumerate(variants)}
+    for r in per_query:
+        qi = queries.get(r["qid"])
+        if qi is None:
+            qi = queries[r["qid"]] = len(qrows)
+            qrows.append([r["qid"], r.get("query") or "", r.get("slice") or ""])
+        why = r["detail"] + "".join(f"\njudge: {e}" for e in (r.get("support_error"), r.get("relevance_error")) if e)
+        rows.append([var_index[r["variant"]], qi, diag_index[r["diagnosis"]], " ".join(r["flags"][1:]), why,
+                     [r["key_metrics"][k] for k in key_metrics], list(r["gen_text"].values()), r.get("answer") or ""])
+    return {"rows": rows, "queries": qrows, "variants": variants, "page": PAGE_ROWS,
+            "diagnoses": [[d, DIAGNOSIS_COLOURS[d]] for d in DIAGNOSES], "has_slices": any(q[2] for q in qrows)}
 
 
 def _key_metrics(doc: dict) -> list[str]:

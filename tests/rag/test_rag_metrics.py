@@ -78,8 +78,10 @@ def test_partly_supported_answer_scores_its_fraction(tmp_path):
     assert g.grades[0] == [2, 0, 1]
     assert g.faithfulness[0] == pytest.approx(2 / 3, abs=1e-15)
     assert g.faithfulness_graded[0] == pytest.approx(3 / 6, abs=1e-15)
-    # relevance: multipart, uploads, abort all in the answer -> 3/3
-    assert g.relevance[0] == 1.0
+    # relevance: the answer's tokens beyond the question's (multipart, uploads, abort) are
+    # three, failed, parts, moon, made, cheese, deleted, buckets, vanish, instantly (10; "after"
+    # is a stopword); the one passage holds three, failed, parts, deleted, buckets (5) -> 5/10
+    assert g.relevance[0] == 0.5
 
 
 def test_empty_answer_has_no_faithfulness_and_no_correctness_without_gold(tmp_path):
@@ -186,7 +188,7 @@ def test_each_diagnosis(tmp_path):
     good = "The multipart abort threshold is three failed parts."
     out = write_jsonl(tmp_path / "out.jsonl", [
         {"qid": "q1", "retrieved": [d9], "answer": "Billing happens monthly."},            # not_retrieved
-        {"qid": "q2", "retrieved": [d9, d1], "answer": good},                              # ranked_low
+        {"qid": "q2", "retrieved": [d9, d1], "answer": "The multipart abort threshold is failed parts."},  # ranked_low
         {"qid": "q3", "retrieved": [d1, d9], "answer": "The moon is made of cheese."},     # unsupported
         {"qid": "q4", "retrieved": [d1, d9], "answer": "Billing happens monthly."},        # off_topic
         {"qid": "q5", "retrieved": [d1], "answer": "The multipart abort threshold is failed parts."},  # incorrect
@@ -224,10 +226,12 @@ def test_bootstrap_of_a_constant_difference_is_that_constant():
 
 
 def test_bootstrap_of_two_values_has_the_known_distribution():
-    # n = 2 values {0, 1}: a resample's mean is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4,
-    # so the 2.5th and 97.5th percentiles are 0 and 1, and P(mean > 0) = 3/4
+    # n = 2 values {0, 1}: a resample's mean is 0, 0.5 or 1 with probabilities 1/4, 1/2, 1/4
+    # (sd sqrt(1/8) = 0.35355), and P(mean > 0) = 3/4. A difference's interval is
+    # 0.5 +- t_1 sqrt(2/1) sd = 0.5 +- 12.7062 * 1.41421 * 0.35355 = 0.5 +- 6.3531: two queries
+    # tell almost nothing (the plain percentile interval said [0, 1])
     iv = bootstrap.paired_intervals(np.array([[0.0], [1.0]]), np.zeros((2, 1)), 20000, 1)[0]
-    assert (iv.low, iv.high) == (0.0, 1.0)
+    assert iv.low == pytest.approx(0.5 - 6.3531, abs=0.1) and iv.high == pytest.approx(0.5 + 6.3531, abs=0.1)
     assert iv.p_above == pytest.approx(0.75, abs=0.015)  # binomial sd sqrt(3/16/20000) = 0.003
 
 
@@ -353,3 +357,17 @@ def test_diagnosis_labels_follow_the_qrels_join(tmp_path):
 def test_relevance_of_a_question_without_content_tokens_is_an_error_not_a_zero():
     res = OverlapJudge().relevance_many([RelevanceTask("what is it", "anything")])
     assert res[0].score is None and "no content token" in res[0].error
+
+
+def test_kendall_through_the_few_values_route_equals_scipy_and_the_pairwise_route():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(4)
+    x = np.round(rng.random(300), 2)
+    for y in ((rng.random(300) < x).astype(float), rng.integers(1, 6, 300).astype(float)):
+        got = correlation.kendall(x, y)
+        assert got == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
+        W = correlation.bootstrap_weights(300, 5, np.random.default_rng(0))
+        fast = correlation.coefficients(x, y, W, ("kendall",))["kendall"]
+        for b in range(5):  # the expanded sample, through scipy
+            xe, ye = np.repeat(x, W[b].astype(int)), np.repeat(y, W[b].astype(int))
+            assert fast[b] == pytest.approx(stats.kendalltau(xe, ye).statistic, abs=1e-12)

@@ -65,19 +65,39 @@ def test_the_rag_report_in_the_browser(browser, result, page_file):
         # the diagnosis filters: a variant and a diagnosis show exactly its rows
         pg.select_option("#filter-diagnosis", "")
         total = len(doc["per_query"])
+        page = rag_html.PAGE_ROWS
         assert pg.locator("#diagnosis-count").inner_text() == f"{total} of {total} shown"
+        # at most one page of rows is drawn; the next page draws the rest
+        rows = pg.locator("#diagnosis-table tbody tr")
+        assert rows.count() == min(total, page)
+        assert pg.locator("#diagnosis-page").inner_text().startswith(f"rows 1-{min(total, page)} ")
+        if total > page:
+            pg.click("#page-next")
+            assert rows.count() == min(total - page, page)
+            assert pg.locator("#diagnosis-page").inner_text().startswith(f"rows {page + 1}-")
         for v in result.variants:
             for d in ("ok", "ranked_low"):
                 pg.select_option("#filter-variant", v.name)
                 pg.select_option("#filter-diagnosis", d)
                 want = v.diagnoses.diagnosis.count(d)
-                assert pg.locator("#diagnosis-table tbody tr:not([hidden])").count() == want
+                assert rows.count() == want
+                assert all(r.get_attribute("data-variant") == v.name and r.get_attribute("data-diagnosis") == d
+                           for r in rows.all())
                 assert pg.locator("#diagnosis-count").inner_text() == f"{want} of {total} shown"
         pg.select_option("#filter-variant", "")
         pg.select_option("#filter-diagnosis", "")
         pg.select_option("#filter-slice", "paraphrased")
         want = sum(1 for r in doc["per_query"] if r["slice"] == "paraphrased")
-        assert pg.locator("#diagnosis-table tbody tr:not([hidden])").count() == want
+        assert rows.count() == min(want, page)
+        # the text search runs over every row, drawn or not
+        pg.select_option("#filter-slice", "")
+        last = doc["per_query"][-1]
+        pg.fill("#filter-text", last["qid"])
+        want = sum(1 for r in doc["per_query"] if last["qid"] in " ".join(
+            str(x) for x in (r["variant"], r["qid"], r.get("query") or "", r.get("slice") or "", r["diagnosis"],
+                             r["detail"], r.get("answer") or "")).lower())
+        assert rows.count() == min(want, page) and want >= 1
+        pg.fill("#filter-text", "")
         # the stacked bars carry the counts
         for v in result.variants:
             for rect in pg.locator(f'#diagnosis-bars .barrow[data-variant="{v.name}"] rect').all():
