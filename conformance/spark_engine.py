@@ -304,3 +304,37 @@ def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | C
         ev.counted[m] = got[f"c{i}"].to_numpy(zero_copy_only=False).astype(bool)[order]
         ev.conventions[m] = convs[m]
     return ev
+
+
+class Result:
+    """What :func:`run` gives: the shape of :class:`conformance.pipeline.Result` that the API's
+    ``Evaluated`` and ``conformance eval`` read (means, per-query ranges), without the inputs
+    (their rows stay in Spark): ``qrels`` and ``run`` are None, ``queries`` holds ``scored``
+    only."""
+
+    def __init__(self, measures: list[Measure], evaluation) -> None:
+        self.measures = measures
+        self.evaluation = evaluation
+        self.conventions = {m: evaluation.conventions[m] for m in measures}
+        self.evaluations = {m: evaluation for m in measures}
+        self.qrels = self.run = None
+        self.queries = {"scored": int(evaluation.qids.size)}
+
+    def mean(self, m: Measure) -> tuple[float, float]:
+        return self.evaluation.aggregate(m), self.evaluation.aggregate(m, upper=True)
+
+    def per_query(self, m: Measure) -> dict[str, tuple[float, float]]:
+        return self.evaluation.ranges(m)
+
+    def ranged(self, m: Measure) -> bool:
+        return self.conventions[m].ties == "unspecified"
+
+
+def run(qrels: Any, run_: Any, measures: Sequence[Measure], profile: str | Conventions = "trec_eval",
+        overrides: Mapping[str, Any] | None = None, *, master: str | None = None,
+        partitions: int | None = None) -> Result:
+    """:func:`evaluate` as a :class:`Result` (what ``conformance.evaluate(..., engine="spark")``
+    and ``conformance eval --engine spark`` read)."""
+    measures = list(dict.fromkeys(measures))
+    return Result(measures, evaluate(qrels, run_, measures, profile, overrides, master=master,
+                                     partitions=partitions))
