@@ -11,8 +11,8 @@ query), six measures (the eval command's default):
   the same session (what a cluster job that is already up pays);
 - both print their means; the script checks they are equal to every digit (``repr``).
 
-Peak memory is ``ru_maxrss`` of the child's descendants: the largest single process among the
-driver, the JVM and the Python workers (not their sum). Usage::
+Peak memory is the child's ``ru_maxrss`` from ``wait4``: the largest single process of its
+tree (the driver, the JVM, the Python workers), not their sum. Usage::
 
     python benchmarks/bench_spark.py                         # 200k and 2M rows, 2 and 8 partitions
     python benchmarks/bench_spark.py --queries 200,2000,20000 --partitions 2,4,8
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -63,19 +62,20 @@ print(json.dumps({"times": [took], "means": {m.text: repr(result.mean(m)[0]) for
 
 
 def child(code: str, *args: str) -> tuple[dict, float, float]:
-    """(the child's JSON, wall seconds, peak RSS in MB of its largest process)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """(the child's JSON, wall seconds, peak RSS in MB of the largest process of its tree):
+    ``wait4`` gives the child's own rusage, whose ``ru_maxrss`` is the largest of it and the
+    descendants it waited for (the JVM, the Python workers)."""
     t = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True,
-                         text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        peak_mb = float("nan")  # an earlier child was larger: this one's peak is hidden
-    else:
-        peak_mb = peak / 1024
-    return json.loads(out.stdout.strip().splitlines()[-1]), wall, peak_mb
+    if proc.returncode:
+        raise SystemExit(f"the child failed (exit status {proc.returncode})")
+    return json.loads(out.strip().splitlines()[-1]), wall, usage.ru_maxrss / 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,7 +87,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'rows':>11} {'engine':<16} {'first s':>8} {'again s':>8} {'peak MB':>8}  means equal")
     for q in map(int, args.queries.split(",")):
         qrels, run = generate.ensure(q, 1000, 100)
-        # the local path first: a later, larger child would hide its peak (ru_maxrss is a max)
         local, wall, peak = child(LOCAL_CHILD, str(qrels), str(run), MEASURES)
         print(f"{q * 1000:>11,} {'local':<16} {wall:>8.1f} {'':>8} {peak:>8.0f}", flush=True)
         for parts in map(int, args.partitions.split(",")):
