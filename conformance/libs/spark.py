@@ -70,7 +70,7 @@ jar's bytecode; each confirmed live by ``tests/libs/test_spark.py``):
   comes from ``PythonMLLibAPI.newRankingMetrics``, which reads columns 0 and 1 of each row
   (``Tuple2(row.getSeq(0), row.getSeq(1))``) and never the third; ``RankingMetrics`` then
   calls every row binary (``rel.isEmpty``). Live: prediction [b, a], ground truth [a, b],
-  relevance [3, 1], ``ndcgAt(2)`` = 1.0 (graded: 0.8597). So through PySpark, P, R, MAP and
+  relevance [3, 1], ``ndcgAt(2)`` = 1.0 (graded: 0.7098). So through PySpark, P, R, MAP and
   nDCG all read the ground truth as a set, and every judged document passed in it is
   relevant whatever its label, 0 and negative labels included: the ``spark:relevance`` profile
   is ``gain=binary`` with ``relevance_threshold`` at the axis' lowest value (-2^31: every
