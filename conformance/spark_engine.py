@@ -280,6 +280,10 @@ def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | C
             raise ConformanceError(f"the Spark engine does not compute {m.text} under these "
                                    "conventions: its value looks across queries")
     duplicates = one_duplicates_rule(convs)
+    for source in (qrels, run):  # before the session starts: the local readers' words
+        if isinstance(source, (str, os.PathLike)) and "://" not in os.fspath(source) \
+                and not os.path.exists(source):
+            raise InputError(os.fspath(source), "no such file")
     spark = spark_session(master)
     rows = _rows(spark, qrels, _QRELS, F).unionByName(_rows(spark, run, _RUN, F))
     n = partitions or max(2, spark.sparkContext.defaultParallelism)
