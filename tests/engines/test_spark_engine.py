@@ -114,3 +114,22 @@ def test_bad_input_gets_the_local_readers_line(tmp_path, bad, line):
     with pytest.raises(InputError) as got:
         spark_engine.run(str(qrels), str(run), parse_measures("AP"), partitions=2)
     assert str(got.value) == expected
+
+
+def test_missing_file_named_before_any_session(tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    missing = str(tmp_path / "nope.txt")
+    with pytest.raises(InputError) as got:
+        spark_engine.run(str(qrels), missing, parse_measures("AP"))
+    assert str(got.value) == _local_error(str(qrels), missing) == f"{missing}: no such file"
+
+
+def test_pyspark_is_not_imported_with_the_package():
+    import subprocess
+    import sys
+
+    code = ("import sys, conformance.spark_engine, conformance.api, conformance.cli.eval, "
+            "conformance.libs.spark; from conformance.libs import all_entries; all_entries(); "
+            "assert 'pyspark' not in sys.modules, 'pyspark imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
