@@ -133,3 +133,26 @@ def test_pyspark_is_not_imported_with_the_package():
             "conformance.libs.spark; from conformance.libs import all_entries; all_entries(); "
             "assert 'pyspark' not in sys.modules, 'pyspark imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_api_and_command_take_the_engine(tmp_path):
+    """``conformance.evaluate(..., engine="spark")`` and ``conformance eval --engine spark``
+    give the local means to every digit (the command's JSON keeps full precision)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from conformance import api
+    from conformance.cli import main
+
+    qrels, run = _write(tmp_path, 4)
+    local = api.evaluate(qrels, run, "nDCG@10,AP")
+    spark = api.evaluate(qrels, run, "nDCG@10,AP", engine="spark")
+    assert repr(spark.mean) == repr(local.mean)
+    assert spark.per_query == local.per_query
+    args = ["eval", "--qrels", qrels, "--run", run, "-m", "P@5,RR", "--format", "json", "--quiet"]
+    runner = CliRunner()
+    want = runner.invoke(main, args)
+    got = runner.invoke(main, args + ["--engine", "spark"])
+    assert want.exit_code == got.exit_code == 0, got.output
+    assert json.loads(got.stdout)["metrics"] == json.loads(want.stdout)["metrics"]
