@@ -141,7 +141,8 @@ class Evaluated:
 
 def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Measure],
              profile: str | Conventions = "trec_eval", *, columns: Mapping[str, str] | None = None,
-             limits: Any = None, **overrides: Any) -> Evaluated:
+             limits: Any = None, engine: str = "local", spark_master: str | None = None,
+             **overrides: Any) -> Evaluated:
     """Measures of ``run`` against ``qrels`` under ``profile``, with axes overridden.
 
     ``profile``: a profile name (any library entry, or ``trec_eval10``: see
@@ -151,6 +152,11 @@ def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Meas
     share conventions share one ranking of the run. ``columns`` and ``limits``: how files are
     read (:func:`conformance.io.load_run`). The whole path is :mod:`conformance.pipeline`'s,
     which ``conformance eval`` takes too.
+
+    ``engine="spark"``: the same values, to the last bit, computed by Spark
+    (:mod:`conformance.spark_engine`) from paths (TREC text, Parquet) or Spark DataFrames, on
+    ``spark_master`` (default: the active session, else ``$CONFORMANCE_SPARK_MASTER``, else
+    ``local[*]``); the result then holds no input tables (``qrels`` and ``run`` are None).
 
     A relevant and a non-relevant document tied at the top: RR is 1 or 1/2 by the tie order,
     and under ``ties=unspecified`` the result says so instead of picking one:
@@ -172,6 +178,17 @@ def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Meas
     ms = list({(m, m.text): m for m in _measures(measures)}.values())
     if not ms:
         raise ConformanceError("no measure given")
+    if engine == "spark":
+        from conformance import spark_engine
+
+        if columns is not None or limits is not None:
+            raise ConformanceError("the Spark engine reads its inputs itself: columns= and "
+                                   "limits= are the local readers' options")
+        result = spark_engine.run(qrels, run, list(dict.fromkeys(ms)), profile, overrides,
+                                  master=spark_master)
+        return Evaluated(result)
+    if engine != "local":
+        raise ConformanceError(f"engine {engine!r}: expected 'local' or 'spark'")
     return Evaluated(pipeline.evaluate(qrels, run, ms, profile, overrides, columns=columns,
                                        limits=limits))
 

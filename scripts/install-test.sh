@@ -17,3 +17,8 @@ python -m pip install -q --disable-pip-version-check -e ".[everything,test]"
 if [ ! -x "${CONFORMANCE_CHROMIUM:-/usr/bin/chromium}" ]; then
     apt-get update -q && apt-get install -y -q chromium
 fi
+# The spark extra (pyspark 4) runs on a JVM: Java 17 or later. A machine without `java` gets the
+# distribution's headless OpenJDK 17 runtime.
+if ! command -v java > /dev/null 2>&1; then
+    apt-get update -q && apt-get install -y -q openjdk-17-jre-headless
+fi

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",
                  "conformance.runner", "conformance.rag", "conformance.pipeline", "conformance.statement",
-                 "conformance.api")),
+                 "conformance.api", "conformance.spark_engine")),
     ("report", ("conformance.report", "conformance.summary")),
     ("cli", ("conformance.cli",)),
 ]

@@ -90,10 +90,16 @@ from conformance.measures import parse_measures
                    "every convention that changes its value on this input (found by evaluating "
                    "each alternative).")
 @click.option("--quiet", is_flag=True, help="No row counts or warnings on stderr.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="spark: the same values, to the last bit, computed by Spark on inputs partitioned "
+                   "by query (TREC text or Parquet files; needs the spark extra and Java 17+).")
+@click.option("--spark-master", metavar="URL", default=None,
+              help="The Spark master for --engine spark [default: $CONFORMANCE_SPARK_MASTER, else "
+                   "local[*]].")
 @input_options
 @reports_errors
 def command(qrels_path, run_path, example, metrics, profile_name, settings, per_query, fmt, statement,
-            quiet, columns, max_input_bytes, max_line_bytes) -> None:
+            quiet, engine, spark_master, columns, max_input_bytes, max_line_bytes) -> None:
     """Evaluate a run against qrels, like trec_eval, under a named profile.
 
     Measure names fix the axes they name (P(rel=2)@5 fixes the relevance threshold,
@@ -122,6 +128,10 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
         missing = " and ".join(n for n, p in (("--qrels", qrels_path), ("--run", run_path)) if not p)
         fail(f"missing {missing}: give --qrels FILE --run FILE, or --example to try the bundled example")
 
+    if engine == "spark":
+        _spark(qrels_path, run_path, example, measures, profile_name, overrides, base, per_query,
+               fmt, statement, quiet, spark_master, columns)
+        return
     pipeline.own_process()
     with ExitStack() as stack:
         if example:
@@ -162,6 +172,40 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
         click.echo("")
         for s in sentences:
             click.echo(s.sentence)
+
+
+def _spark(qrels_path, run_path, example, measures, profile_name, overrides, base, per_query, fmt,
+           statement, quiet, spark_master, columns) -> None:
+    """``--engine spark``: the measures from Spark (``conformance.spark_engine``), printed as the
+    local engine prints them; the rows stay in Spark, so no row counts, input warnings or
+    statements (those read the whole input)."""
+    from conformance import spark_engine
+
+    if example or statement or columns:
+        fail("--engine spark takes --qrels and --run files; --example, --statement and --columns "
+             "are the local engine's")
+    if spark_master:
+        import os
+
+        os.environ[spark_engine.ENV_MASTER] = spark_master
+    if not quiet:
+        warn("--engine spark: row counts and input warnings are not given (the rows stay in Spark)")
+    result = spark_engine.run(qrels_path, run_path, measures, profile_name, overrides)
+    State.evaluated = True
+    if fmt == "json":
+        click.echo(_json(result, profile_name, base, measures, per_query))
+        return
+    rows = _rows(result, measures, per_query)
+    if fmt == "csv":
+        buf = _stdio.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["measure", "qid", "value"])
+        for text, qid, lo, hi, count, ranged in rows:
+            writer.writerow([text, qid, _text_value(lo, hi, count, ranged, _full)])
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        for text, qid, lo, hi, count, ranged in rows:
+            click.echo(f"{text:<22}\t{qid}\t{_text_value(lo, hi, count, ranged, _four)}")
 
 
 def _rows(result, measures, per_query: bool) -> list[tuple]:
@@ -234,7 +278,7 @@ def _json(result, profile_name: str, base, measures, per_query: bool, sentences=
             "qrels": result.qrels.counts.to_dict(),
             "run": result.run.counts.to_dict(),
             "queries": dict(result.queries),
-        },
+        } if result.qrels is not None else {"queries": dict(result.queries)},  # --engine spark
     }
     if per_query:
         table: dict[str, dict[str, Any]] = {}

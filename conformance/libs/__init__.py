@@ -22,7 +22,7 @@ _MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures"
             # the rag extra
             "beir", "sentence_transformers", "llama_index",
             # their own extras
-            "trectools", "mteb", "ragas",
+            "trectools", "mteb", "ragas", "spark",
             # recommender-system libraries, each its own extra
             "cornac", "keras_rs", "implicit"]
 

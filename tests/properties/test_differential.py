@@ -108,11 +108,16 @@ def _label(family: str, with_cutoff: bool, params: tuple, overrides: tuple) -> s
 CUTOFFS = (1, 3, 5, 10, 20, 32)
 
 ENTRIES = all_entries()
+# Libraries whose every call costs a job on a JVM (Spark: about a second a job on a loaded
+# two-core machine): checked by test_batched_entry, many cases per call, not one case a call.
+BATCHED = {"spark"}
 
 
 def _groups() -> list:
     out = []
     for e in ENTRIES:
+        if e.library in BATCHED:
+            continue
         for family, with_cutoff, params, overrides in FAMILIES:
             if with_cutoff:
                 ks = tuple(k for k in CUTOFFS if e.supports(measure_of(family, k, params, overrides)))
@@ -323,7 +328,8 @@ def _fuzz_measures(e: Entry, k: int) -> list[Measure]:
 
 
 @pytest.mark.skipif(not FUZZ, reason="long fuzz: set CONFORMANCE_FUZZ=N (cases per entry)")
-@pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
+@pytest.mark.parametrize("e", [e for e in ENTRIES if e.library not in BATCHED],
+                         ids=[e.name for e in ENTRIES if e.library not in BATCHED])
 def test_fuzz_entry(e: Entry) -> None:
     _require_available(e)
     ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
@@ -365,9 +371,50 @@ def test_fuzz_entry(e: Entry) -> None:
               f"by family: {dict(sorted(counts.get('by_family', {}).items()))}")
 
 
+# The batched check: per entry of a BATCHED library, BATCHES batches of BATCH cases each, every
+# batch one call of ``entry.evaluate_batch`` (one DataFrame, a job per measure), every case
+# checked on every measure the entry supports at the batch's cutoff, a third each on clean
+# labels, negative or fractional ones, and documents listed twice. CONFORMANCE_FUZZ=N raises
+# it to at least N cases per entry (N=1000: 50 batches).
+BATCH = 20
+BATCHES = max(2, -(-FUZZ // BATCH))
+
+
+@pytest.mark.parametrize("e", [e for e in ENTRIES if e.library in BATCHED],
+                         ids=[e.name for e in ENTRIES if e.library in BATCHED])
+def test_batched_entry(e: Entry) -> None:
+    _require_available(e)
+    ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
+    counts = {"cases": 0, "comparisons": 0}
+
+    @settings(max_examples=BATCHES, deadline=None, database=None, print_blob=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(k=st.sampled_from(ks), data=st.data())
+    def check(k: int, data) -> None:
+        batch = data.draw(st.lists(st.one_of(
+            cases(), cases(negative=True, fractional=True, require_unusual=True),
+            cases(duplicates=True)), min_size=BATCH, max_size=BATCH))
+        measures = _fuzz_measures(e, k)
+        answers = e.evaluate_batch([(c.qrels, c.run) for c in batch], measures)
+        for case, libs in zip(batch, answers):
+            counts["cases"] += 1
+            prep = Prepared(case.qrels, case.run)
+            for m in measures:
+                counts["comparisons"] += 1
+                problem = compare(e, m, case, libs[m], prep)
+                if problem is not None:
+                    pytest.fail(problem, pytrace=False)
+
+    try:
+        check()
+    finally:
+        print(f"\nBATCHED {e.name}: {counts['cases']} cases, {counts['comparisons']} comparisons")
+
+
 def test_groups_cover_every_available_entry() -> None:
     """An entry that supports none of the measures above would be silently untested."""
-    tested = {p.values[0].name for p in GROUPS}
+    tested = {p.values[0].name for p in GROUPS} | {
+        e.name for e in ENTRIES if e.library in BATCHED and any(_fuzz_measures(e, k) for k in CUTOFFS)}
     untested = [e.name for e in ENTRIES if e.name not in tested]
     assert not untested, f"entries supporting none of {FAMILIES}: {untested}"
 
