@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",
-                 "conformance.runner", "conformance.rag", "conformance.pipeline", "conformance.statement",
+                 "conformance.runner", "conformance.run_text", "conformance.rag", "conformance.pipeline", "conformance.statement",
                  "conformance.api")),
     ("report", ("conformance.report", "conformance.summary")),
     ("cli", ("conformance.cli",)),

@@ -13,8 +13,8 @@ script can tell its own bad input from our bug). The traceback is printed only w
 environment sets ``CONFORMANCE_DEBUG=1``. No traceback reaches a user otherwise.
 
 Exit codes (:data:`EXIT`): 0 done; 1 ``run`` found a disagreement no convention explains; 2
-bad input; 3 an
-internal error; 128 + N stopped by signal N (see ``conformance.cli.process``); 141 stdout's
+bad input (``run``: also every entry ``--libs`` selects unavailable); 3 an internal error; 4
+``run``: an entry selected by name could not run; 128 + N stopped by signal N (see ``conformance.cli.process``); 141 stdout's
 reader went away.
 
 Outputs (:func:`check_outputs`): before any work, every output path is resolved (its real path,
@@ -51,11 +51,13 @@ USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
 HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list is warned about
 INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
 BROKEN_PIPE = 128 + 13  # stdout's reader went away: the status of a process killed by SIGPIPE
+SOME_NAMED_MISSING = 4  # run: an entry selected by name in --libs could not run
 EXIT = {
     0: "done (run: every disagreement explained; check-paper: the check ran, whatever the verdict)",
     1: "run: a disagreement no convention explains",
     2: "bad input or a bad option value (one line naming file, line and problem)",
     3: "an internal error of conformance (one line; CONFORMANCE_DEBUG=1 shows the traceback)",
+    4: "run: nothing unexplained, but an entry selected by name in --libs could not run",
     130: "stopped by Ctrl-C (128 + N for signal N: 143 SIGTERM, 129 SIGHUP)",
     141: "stdout's reader went away (| head)",
 }
