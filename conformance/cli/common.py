@@ -419,6 +419,10 @@ def input_warnings(qrels, run, conv, measures: list[Measure]) -> list[str]:
                 f"{what} {table.source}: {plural(c.extra_fields, 'row has', 'rows have')} more than "
                 "6 fields; the fields after the sixth were ignored, as trec_eval does (a trailing "
                 "'# comment' is such fields; a file whose lines end in a bare CR is read as one line)")
+    ranked_by = getattr(run.counts, "score_from_rank", None)
+    if ranked_by:
+        out.append(f"run {run.source}: no score column: the rank column {ranked_by!r} is the order "
+                   "(rank 1 first; each library is given the rank negated as its score)")
     qrels_q = set(qrels.present_qids().tolist())
     run_q = set(run.present_qids().tolist())
     run_only, qrels_only = len(run_q - qrels_q), len(qrels_q - run_q)
