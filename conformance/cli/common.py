@@ -147,8 +147,11 @@ def internal_error(exc: BaseException) -> NoReturn:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    from conformance.errors import Notice
+
     text = " ".join(str(message).split())
-    click.echo(f"conformance: warning: {category.__name__}: {text[:300]}", err=True)
+    kind = "" if issubclass(category, Notice) else f"{category.__name__}: "
+    click.echo(f"conformance: warning: {kind}{text[:300]}", err=True)
 
 
 class Guarded(click.Group):
