@@ -120,6 +120,19 @@ class Evaluated:
     def per_query(self) -> dict[str, dict[str, float]]:
         return self._single(self.per_query_low)
 
+    def __str__(self) -> str:
+        """One line per measure: its value (``low to high`` under ties=unspecified) and the
+        queries it scored, as ``conformance eval`` prints the aggregates."""
+        width = max([len(m.text) for m in self.measures] + [7])
+        lines = [f"{'measure':<{width}}  {'value':>16}  queries"]
+        for m in self.measures:
+            lo, hi = self.low[m.text], self.high[m.text]
+            value = f"{lo:.4f}" if lo == hi or (lo != lo and hi != hi) else f"{lo:.4f} to {hi:.4f}"
+            lines.append(f"{m.text:<{width}}  {value:>16}  {len(self.per_query_low[m.text])}")
+        return "\n".join(lines)
+
+    __repr__ = __str__  # in a console too: the values, not the fields
+
     def to_frame(self):
         """A long pandas DataFrame: one row per (measure, query) and one per measure with qid
         ``None`` for the aggregate; columns ``measure, qid, value`` (``low, high`` instead of
