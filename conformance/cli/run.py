@@ -138,10 +138,11 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
     if fmt == "json":
         click.echo(_json_with_table(result))
     else:
-        click.echo(run_text.render(result, details=details, named=asked))
-        if details:
-            click.echo("")
-            click.echo(summary.explanations(result))
+        text = run_text.render(result, details=details, named=asked)
+        if details:  # the explanations of every pair before the summary line, which stays last
+            body, last = text.rsplit("\n", 1)
+            text = f"{body}\n{summary.explanations(result)}\n\n{last}"
+        click.echo(text)
     raise click.exceptions.Exit(exit_status(result, asked))
 
 

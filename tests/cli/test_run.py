@@ -94,10 +94,13 @@ def test_json_is_byte_identical_across_hash_seeds_and_has_the_schema(tmp_path):
     assert code_a == (1 if unexplained else 0)
     # the terminal summary ends with the same counts
     s = data["summary"]
+    ran = sum(lib["available"] for lib in data["libraries"].values())
     assert out_a.rstrip().endswith(
-        f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
-        f"pairs examined, {s['explained']} of them explained by conventions; "
+        f"{s['comparisons']} case x measure comparisons by {ran} entries; {s['disagreements']} "
+        f"disagreeing pairs examined, {s['explained']} of them explained by conventions; "
         f"{s['unexplained']} unexplained findings")
+    # the answer first: the same line opens the output of several cases
+    assert out_a.startswith(out_a.rstrip().rsplit("\n", 1)[-1] + "\n")
 
 
 # --- entries asked for that cannot run (issues 25.3, 32.5) -------------------------------------
