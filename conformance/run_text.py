@@ -78,8 +78,15 @@ def differing_queries(ours: dict, base: dict, tol: float, other: str = "the othe
         else:
             a, b = ours[q], base[q]
             if (a != a) != (b != b) or (a == a and b == b and abs(a - b) > tol):
-                sign = "" if a != a or b != b else f" ({a - b:+.4f})"
-                out.append((q, f"{a:.4f} vs {b:.4f}{sign}"))
+                if a != a or b != b:
+                    out.append((q, f"{a:.4f} vs {b:.4f}"))
+                    continue
+                # as many decimals as it takes for the two to print apart (rounding=5 against
+                # full precision differs past the fourth)
+                d = next((d for d in range(4, 18) if f"{a:.{d}f}" != f"{b:.{d}f}"), 17)
+                gap = a - b
+                out.append((q, f"{a:.{d}f} vs {b:.{d}f} ({gap:+.4f})" if abs(gap) >= 5e-5
+                            else f"{a:.{d}f} vs {b:.{d}f} ({gap:+.1e})"))
     return out
 
 

@@ -213,3 +213,16 @@ def test_profile_and_set_errors_name_the_option():
     assert bad.exit_code == 2 and "--profile: unknown profile 'nope'" in bad.stderr
     bad = CliRunner().invoke(main, ["run", "--libs", "trec_eval", "--set", "gain=bogus"])
     assert bad.exit_code == 2 and "--set gain=bogus" in bad.stderr
+
+
+def test_queries_that_differ_print_with_the_decimals_that_tell_them_apart():
+    """By hand: beir's rounding=5 against full precision differs past the fourth decimal; the
+    note prints as many decimals as it takes, and the gap itself."""
+    from conformance.run_text import differing_queries
+
+    got = differing_queries({"q1": 0.5, "q2": 0.52353, "q3": 0.1, "q4": 0.25},
+                            {"q1": 0.6309, "q2": 0.5235312, "q3": 0.1, "q5": 1.0}, 1e-12, "trec_eval")
+    assert got == [("q1", "0.5000 vs 0.6309 (-0.1309)"),
+                   ("q2", "0.523530 vs 0.523531 (-1.2e-06)"),
+                   ("q4", "0.2500, not scored by trec_eval"),
+                   ("q5", "not scored (trec_eval: 1.0000)")]
