@@ -120,6 +120,19 @@ class Evaluated:
     def per_query(self) -> dict[str, dict[str, float]]:
         return self._single(self.per_query_low)
 
+    def __str__(self) -> str:
+        """One line per measure: its value (``low to high`` under ties=unspecified) and the
+        queries it scored, as ``conformance eval`` prints the aggregates."""
+        width = max([len(m.text) for m in self.measures] + [7])
+        lines = [f"{'measure':<{width}}  {'value':>16}  queries"]
+        for m in self.measures:
+            lo, hi = self.low[m.text], self.high[m.text]
+            value = f"{lo:.4f}" if lo == hi or (lo != lo and hi != hi) else f"{lo:.4f} to {hi:.4f}"
+            lines.append(f"{m.text:<{width}}  {value:>16}  {len(self.per_query_low[m.text])}")
+        return "\n".join(lines)
+
+    __repr__ = __str__  # in a console too: the values, not the fields
+
     def to_frame(self):
         """A long pandas DataFrame: one row per (measure, query) and one per measure with qid
         ``None`` for the aggregate; columns ``measure, qid, value`` (``low, high`` instead of
@@ -290,9 +303,10 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
     (``measure qid value``) matched query by query. ``on_ready(qrels, run, per_query_file)`` is
     called once the inputs are read.
 
-    Every entry is judged by its declared profile; ``live`` then runs, all at once, the
-    libraries the verdict rests on: the entries whose profile reproduces the values, trec_eval
-    and the entries ``libs`` names by their own name (``timeout``: seconds per library).
+    Every entry is judged by its declared profile, whatever ``libs`` says; ``live`` then runs,
+    all at once, the libraries the verdict rests on: the entries whose profile reproduces the
+    values, trec_eval, and every entry ``libs`` selects (by its own name or its library's; none
+    for ``"all"``) (``timeout``: seconds per library).
     ``profile`` / ``overrides`` (``--profile`` / ``--set``): the user's own conventions; the run
     is read under their ``duplicates`` rule and the reference's value under them is judged
     beside the entries (``result.own``).
@@ -304,9 +318,12 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
 
     texts = [reported] if isinstance(reported, str) else list(reported)
     values = [parse_reported(t, digits=digits, percent=percent) for t in texts]
-    chosen: list[Entry] = select_entries(libs)
+    # every entry is judged (by its profile); ``libs`` names those run live besides the ones
+    # the verdict rests on, so following the answer's own hint never narrows the verdict
+    named = [e.name for e in select_entries(libs)] if _spec_text(libs) != "all" else []
+    chosen: list[Entry] = select_entries("all")
     per_query = None if per_query_file is None else read_reported_per_query(
-        per_query_file, digits=digits, percent=percent)
+        per_query_file, digits=digits, percent=percent, limits=limits)
     own = profile is not None or bool(overrides)
     mine = profile or "trec_eval"
     asked = list(dict.fromkeys([r.measure for r in values]
@@ -318,10 +335,15 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
         on_ready(inputs.qrels, inputs.run, per_query)
     result = _check(inputs.qrels, inputs.run, values, entries=chosen, live=live,
                     per_query_file=per_query, progress=progress, prep=inputs.prep,
-                    confirm=["trec_eval", *named_entries(libs)], timeout=timeout)
+                    confirm=list(dict.fromkeys(["trec_eval", *named_entries(libs), *named])),
+                    timeout=timeout)
     if own:
         result.own = _own_conventions(inputs, result, mine, overrides, convs)
     return result
+
+
+def _spec_text(libs: str | Sequence[str]) -> str:
+    return libs.strip() if isinstance(libs, str) else ",".join(libs).strip()
 
 
 def _own_conventions(inputs, result, profile: str, overrides, convs) -> dict:

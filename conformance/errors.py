@@ -19,6 +19,11 @@ class InputError(ConformanceError):
         super().__init__(f"{where}: {problem}")
 
 
+class Notice(UserWarning):
+    """Something the user should hear while the work goes on (a FIFO with no writer yet): the
+    command line prints it as one warning line, without the category's name."""
+
+
 class EvaluationError(ConformanceError):
     """The conventions in force refuse this input (empty_query=raise, negative_labels=raise, ...)."""
 

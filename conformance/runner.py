@@ -165,6 +165,14 @@ class RunResult:
             "summary": self.summary,
         }
 
+    def __str__(self) -> str:
+        """The answer ``conformance run`` prints (``conformance.run_text``)."""
+        from conformance.run_text import render
+
+        return render(self)
+
+    __repr__ = __str__  # in a console too: the tables, not the fields
+
     def dumps(self) -> str:
         """Stable JSON: sorted keys, no timestamps; the same input gives the same bytes."""
         return json.dumps(self.to_json(), sort_keys=True, indent=1, allow_nan=False) + "\n"

@@ -1,5 +1,7 @@
 """The terminal summary of ``conformance run``: unexplained findings first, then, per measure,
-which entries agree and which conventions separate the others."""
+which entries agree and which conventions separate the others. :func:`explanations` is the
+part ``run --details`` prints after the answer (``conformance.run_text``): every explained pair
+of classes, grouped by the axes that explain them, with a few example cases."""
 
 from __future__ import annotations
 
@@ -39,15 +41,27 @@ def render(result: RunResult, max_examples: int = 3) -> str:
                 vals = ", ".join(f"{n}={_fmt(c.values.get(n))}" for n in u["between"])
                 out(f"      values: {vals}; profiles differ on: {', '.join(u['differing_axes'])}")
 
-    # per measure: entry pairs that disagree, grouped by the axes that explain them
+    out("")
+    lines += explanations(result, max_examples).split("\n")
+    s = result.summary
+    out("")
+    out(f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
+        f"pairs examined, {s['explained']} of them explained by conventions; "
+        f"{s['unexplained']} unexplained findings")
+    return "\n".join(lines)
+
+
+def explanations(result: RunResult, max_examples: int = 3) -> str:
+    """Per measure, the entry pairs that disagree, grouped by the axes that explain them."""
+    lines: list[str] = []
+    out = lines.append
     by_metric: dict[str, list] = defaultdict(list)
     for c in result.comparisons:
         by_metric[c.metric].append(c)
-    out("")
     for metric in sorted(by_metric):
         comps = by_metric[metric]
         agree_all = sum(1 for c in comps if len(c.classes) == 1)
-        out(f"{metric}: every entry agrees on {agree_all} of {len(comps)} "
+        out(f"{metric}: every entry that ran agrees on {agree_all} of {len(comps)} "
             f"{'case' if len(comps) == 1 else 'cases'}")
         groups: dict[tuple, list] = defaultdict(list)
         for c in comps:
@@ -61,9 +75,4 @@ def render(result: RunResult, max_examples: int = 3) -> str:
             for c, _ in items[:max_examples]:
                 out(f"      {c.case}: {between[0]}={_fmt(c.values.get(between[0]))} "
                     f"{between[1]}={_fmt(c.values.get(between[1]))}")
-    s = result.summary
-    out("")
-    out(f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
-        f"pairs examined, {s['explained']} of them explained by conventions; "
-        f"{s['unexplained']} unexplained findings")
     return "\n".join(lines)

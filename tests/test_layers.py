@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",
-                 "conformance.runner", "conformance.rag", "conformance.pipeline", "conformance.statement",
-                 "conformance.api", "conformance.spark_engine")),
+                 "conformance.runner", "conformance.run_text", "conformance.rag", "conformance.pipeline",
+                 "conformance.statement", "conformance.api", "conformance.spark_engine")),
     ("report", ("conformance.report", "conformance.summary")),
     ("cli", ("conformance.cli",)),
 ]

@@ -65,7 +65,9 @@ def _html_writer():
 @click.option("--no-percent", is_flag=True,
               help="Read values above 1 as they are, not as percentages.")
 @click.option("--libs", default="all", show_default=True, metavar="all|NAME,NAME",
-              help="Library entries to check: 'all', entry names or library names.")
+              help="Library entries to run live besides those the verdict rests on: 'all' (none "
+                   "more), entry names or library names. Every entry is judged by its profile "
+                   "whatever --libs says.")
 @click.option("--no-live", is_flag=True,
               help="Do not run the installed libraries; judge entries by their declared profiles.")
 @click.option("--json", "json_path", metavar="OUT", help="Write the full answer as JSON.")

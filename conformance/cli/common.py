@@ -13,8 +13,8 @@ script can tell its own bad input from our bug). The traceback is printed only w
 environment sets ``CONFORMANCE_DEBUG=1``. No traceback reaches a user otherwise.
 
 Exit codes (:data:`EXIT`): 0 done; 1 ``run`` found a disagreement no convention explains; 2
-bad input; 3 an
-internal error; 128 + N stopped by signal N (see ``conformance.cli.process``); 141 stdout's
+bad input (``run``: also every entry ``--libs`` selects unavailable); 3 an internal error; 4
+``run``: an entry selected by name could not run; 128 + N stopped by signal N (see ``conformance.cli.process``); 141 stdout's
 reader went away.
 
 Outputs (:func:`check_outputs`): before any work, every output path is resolved (its real path,
@@ -50,11 +50,13 @@ USER_ERRORS = (ConformanceError, ConventionError, MeasureError)
 HUGE_CUTOFF = 10_000  # a cutoff at least this large and past every ranked list is warned about
 INTERNAL_ERROR = 3  # exit status of a bug in conformance (2 is the user's bad input)
 BROKEN_PIPE = 128 + 13  # stdout's reader went away: the status of a process killed by SIGPIPE
+SOME_NAMED_MISSING = 4  # run: an entry selected by name in --libs could not run
 EXIT = {
     0: "done (run: every disagreement explained; check-paper: the check ran, whatever the verdict)",
     1: "run: a disagreement no convention explains",
     2: "bad input or a bad option value (one line naming file, line and problem)",
     3: "an internal error of conformance (one line; CONFORMANCE_DEBUG=1 shows the traceback)",
+    4: "run: nothing unexplained, but an entry selected by name in --libs could not run",
     130: "stopped by Ctrl-C (128 + N for signal N: 143 SIGTERM, 129 SIGHUP)",
     141: "stdout's reader went away (| head)",
 }
@@ -144,8 +146,11 @@ def internal_error(exc: BaseException) -> NoReturn:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    from conformance.errors import Notice
+
     text = " ".join(str(message).split())
-    click.echo(f"conformance: warning: {category.__name__}: {text[:300]}", err=True)
+    kind = "" if issubclass(category, Notice) else f"{category.__name__}: "
+    click.echo(f"conformance: warning: {kind}{text[:300]}", err=True)
 
 
 class Guarded(click.Group):
@@ -425,6 +430,10 @@ def input_warnings(qrels, run, conv, measures: list[Measure]) -> list[str]:
                 f"{what} {table.source}: {plural(c.extra_fields, 'row has', 'rows have')} more than "
                 "6 fields; the fields after the sixth were ignored, as trec_eval does (a trailing "
                 "'# comment' is such fields; a file whose lines end in a bare CR is read as one line)")
+    ranked_by = getattr(run.counts, "score_from_rank", None)
+    if ranked_by:
+        out.append(f"run {run.source}: no score column: the rank column {ranked_by!r} is the order "
+                   "(rank 1 first; each library is given the rank negated as its score)")
     qrels_q = set(qrels.present_qids().tolist())
     run_q = set(run.present_qids().tolist())
     run_only, qrels_only = len(run_q - qrels_q), len(qrels_q - run_q)

@@ -5,15 +5,21 @@ options, reports the inputs and the libraries that cannot be used on stderr, wri
 (``RunResult.dumps``) and ``--html`` (``conformance.report.html``) whole before printing, and
 prints the text answer or, with ``--format json``, the JSON document on stdout.
 
-The text answer: first, per case x measure, every entry's value (its mean and the number of
-queries it scored, or its error whole) grouped into agreement classes, each class labelled by
-the conventions that set it apart from trec_eval's class (``RunResult.table``; entries that
-agree are all shown); then the explanations and the counts (``conformance.summary``).
-``--quiet`` prints the tables, the entries (and why any is unavailable) and the closing counts. ``--format json``: the document of
-``--json`` (same keys) with ``table`` added.
+The text answer comes first (``conformance.run_text``): one table per measure, the entries
+grouped into agreement classes with their values, each class labelled by the conventions that
+set it apart from trec_eval's class (or the ``--profile`` entry's); on the corpus one table per
+measure family over every case. Then the entries that ran and any that could not, every
+unexplained finding and library error in full, and the summary line. ``--details`` adds the
+per case x measure tables on the corpus and the explanations of every pair of classes
+(``conformance.summary``); ``--json`` and ``--html`` hold everything. ``--quiet`` only silences
+stderr's progress and input warnings. ``--format json``: the document of ``--json`` (same keys)
+with ``table`` added.
 
-Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad input,
-3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
+Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 4 when no
+disagreement is unexplained but some entry selected by name in ``--libs`` (an entry or a
+library name, not ``all``) could not run (the summary line says how many), 2 on bad input and
+when every entry ``--libs`` selects is unavailable, 3 on an internal error, 128 + N when
+stopped by signal N (130 for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from conformance.cli.common import (Tolerance, about, check_outputs, describe, i
                                     plural, profile_help, reading, reports_errors, select_entries,
                                     set_option, shown, warn, with_progress)
 from conformance.errors import ConformanceError
+from conformance.cli.common import SOME_NAMED_MISSING
 from conformance.measures import parse_measures
 
 
@@ -50,6 +57,9 @@ from conformance.measures import parse_measures
 @lib_timeout_option("Stop a library that has not answered one case after this many seconds (> 0), "
                     "and record that as its error for the case; 'none': no limit.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no warnings about the input.")
+@click.option("--details", is_flag=True,
+              help="Also every case's own table (on the corpus) and the explanation of every "
+                   "pair of disagreeing classes, not only each class against the base class.")
 @click.option("--profile", "profile_name", default=None, metavar="NAME",
               help=profile_help("Your own conventions, shown beside the entries as the "
                                 "reference's value under them, with the classes labelled "
@@ -60,19 +70,20 @@ from conformance.measures import parse_measures
 @input_options
 @reports_errors
 def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, fmt, tol,
-            lib_timeout, quiet, profile_name, settings, columns, max_input_bytes, max_line_bytes):
+            lib_timeout, quiet, details, profile_name, settings, columns, max_input_bytes, max_line_bytes):
     """Run library entries beside the reference over the edge-case corpus (or your files) and
     explain every disagreement by the conventions that cause it.
 
     Each library runs in its own worker process: one that raises, aborts, segfaults or hangs
     (past --lib-timeout) gets that recorded as its error for the case, and the run goes on.
 
-    Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 2 on bad
-    input, 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
+    Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 4 when
+    some entry named in --libs could not run, 2 on bad input or when no entry --libs selects
+    can run, 3 on an internal error, 128 + N when stopped by signal N (130 for Ctrl-C).
     """
-    from conformance import api, outputs, summary
+    from conformance import api, outputs, run_text, summary
 
-    select_entries(libs)  # an unknown name is refused before any file is read
+    chosen = select_entries(libs)  # an unknown name is refused before any file is read
     metrics = parse_measures(",".join(metric_lists)) if metric_lists else None
     overrides = overrides_of(settings)
     if profile_name is not None:
@@ -82,6 +93,8 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
         raise ConformanceError("--qrels and --run go together")
     if qrels_path is not None and cases_dir is not None:
         raise ConformanceError("give either --cases or --qrels/--run, not both")
+    # the entries selected by name (an entry's or a library's), whose absence the exit says
+    asked = [] if libs.strip() == "all" else [e.name for e in chosen]
     check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, cases_dir])
     how = reading(columns, max_input_bytes, max_line_bytes) if qrels_path is not None else {}
 
@@ -97,6 +110,10 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
                 slow = st.state == "import_timed_out"
                 hint = "; raise --lib-timeout to wait longer" if slow else ""
                 warn(f"{name} {st.describe()}{hint}; it is reported as unavailable")
+        if status and not any(st.available for st in status.values()):
+            raise ConformanceError(
+                f"--libs {libs}: no entry it selects can run here ("
+                + "; ".join(f"{n}: {st.describe()}" for n, st in status.items()) + ")")
 
     total = None
     if qrels_path is None:
@@ -121,12 +138,19 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
     if fmt == "json":
         click.echo(_json_with_table(result))
     else:
-        click.echo(render_tables(result.table(), result.anchor))
-        text = summary.render(result)
-        # --quiet: the tables, the entries (with why any is unavailable) and the closing counts
-        entries_block = text.split("\n\n", 1)[0]
-        click.echo(entries_block + "\n\n" + text.rsplit("\n", 1)[-1] if quiet else text)
-    raise click.exceptions.Exit(1 if result.summary["unexplained"] else 0)
+        text = run_text.render(result, details=details, named=asked)
+        if details:  # the explanations of every pair before the summary line, which stays last
+            body, last = text.rsplit("\n", 1)
+            text = f"{body}\n{summary.explanations(result)}\n\n{last}"
+        click.echo(text)
+    raise click.exceptions.Exit(exit_status(result, asked))
+
+
+def exit_status(result, asked: list[str]) -> int:
+    """1: an unexplained disagreement; else 4: an entry selected by name could not run."""
+    if result.summary["unexplained"]:
+        return 1
+    return SOME_NAMED_MISSING if any(not result.available.get(n, True) for n in asked) else 0
 
 
 def _json_with_table(result) -> str:
@@ -141,59 +165,3 @@ def _json_with_table(result) -> str:
                 if isinstance(e["mean"], float) and math.isnan(e["mean"]):
                     e["mean"] = None
     return json.dumps({**result.to_json(), "table": table}, sort_keys=True, indent=1, allow_nan=False)
-
-
-def _value(e: dict) -> str:
-    if e["error"] is not None:
-        return "error: " + " ".join(str(e["error"]).split())
-    mean = e["mean"]
-    text = "nan" if mean is None or mean != mean else f"{mean:.4f}"
-    return f"{text}  ({plural(e['queries'], 'query', 'queries')})"
-
-
-def _class_label(cls: dict, anchor: str = "trec_eval") -> str:
-    if cls["known"]:
-        return "failed as the library documents"
-    if cls["base"]:
-        for name in (anchor, "trec_eval"):
-            if any(e["entry"] == name for e in cls["entries"]):
-                return f"{name}'s class"
-        return "first class"
-    if not cls["explained"]:
-        return "apart, by no convention found (unexplained)"
-    return "apart by " + ", ".join(f"{a}={v}" for a, v in cls["apart"].items())
-
-
-def _reference_line(ref: dict, row: dict, anchor: str) -> str:
-    """The reference under the user's conventions, and the class it agrees with."""
-    own = ", ".join(f"{a}={v}" for a, v in ref["set"].items())
-    under = ref["profile"] + (f" with {own}" if own else "")
-    if ref["error"] is not None:
-        return f"  reference under {under}: error: {' '.join(ref['error'].split())}"
-    lo, hi = ref["mean"], ref["high"]
-    value = "nan" if lo != lo else (f"{lo:.4f}" if lo == hi else f"{lo:.4f} to {hi:.4f}")
-    where = ("in no class: no entry computes this under these conventions" if ref["class"] is None
-             else f"as [{_class_label(row['classes'][ref['class']], anchor)}]")
-    return (f"  reference under {under}: {value}  ({plural(ref['queries'], 'query', 'queries')}), "
-            f"{where}")
-
-
-def render_tables(table: list[dict], anchor: str = "trec_eval") -> str:
-    """One table per case x measure: each agreement class under its label (what sets it apart
-    from the anchor's class: trec_eval's unless --profile names another entry), each entry with
-    its mean and the queries it scored, or its error; first, with --profile or --set, the
-    reference's value under those conventions."""
-    lines: list[str] = []
-    width = max((len(e["entry"]) for row in table for cls in row["classes"] for e in cls["entries"]),
-                default=0) + 2
-    for row in table:
-        lines.append(f"{row['metric']} on {row['case']}")
-        if "reference" in row:
-            lines.append(_reference_line(row["reference"], row, anchor))
-        # the base class first: the others are labelled by what sets them apart from it
-        for cls in sorted(row["classes"], key=lambda cls: not cls["base"]):
-            lines.append(f"  [{_class_label(cls, anchor)}]")
-            for e in cls["entries"]:
-                lines.append(f"    {e['entry']:<{width}}{_value(e)}")
-        lines.append("")
-    return "\n".join(lines)

@@ -156,11 +156,15 @@ def case(name: str, directory: str | Path | None = None) -> Case:
 
 def load_file(path: str | Path) -> list[Case]:
     """The cases of one family file; InputError names the file and the case on any problem."""
+    from conformance.io.text import read_bytes
+
     path = Path(path)
     where = str(path)
+    # bounded as every input is (a case file that is /dev/zero fails at once, named)
+    data_bytes = bytes(read_bytes(path, lines=False)[0])
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InputError(where, f"cannot read the file: {exc}") from None
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)

@@ -51,6 +51,8 @@ conformance.errors.InputError: <dict>:1: record 1 (query 'q1'): the score of doc
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from typing import Any, Iterable, Mapping
 
@@ -213,7 +215,7 @@ class Qrels(_Table):
         :class:`~conformance.io.limits.Limits` (default: from the environment)."""
         from conformance.io.formats import parse_file
 
-        return cls._from(lambda: parse_file(path, "qrels", format, columns, limits), path)
+        return cls._from(lambda: parse_file(path, "qrels", format, columns, limits), path, format)
 
     @classmethod
     def from_lists(cls, labels: Any = None, doc_ids: Any = None, *, group: Any = None, qids: Any = None,
@@ -233,9 +235,10 @@ class Qrels(_Table):
         return cls.from_parsed(parse_lists(labels, doc_ids, group=group, qids=qids, kind="qrels", source=source))
 
     @classmethod
-    def _from(cls, parse, path) -> "Qrels":
+    def _from(cls, parse, path, format: str | None = None) -> "Qrels":
         try:
-            return cls.from_parsed(parse())
+            with _shape_hint(path, "qrels", format):
+                return cls.from_parsed(parse())
         except MemoryError as e:
             raise _no_memory(path, e) from None
 
@@ -366,7 +369,9 @@ class Run(_Table):
 
         duplicates = check_duplicates(duplicates)
         try:
-            return cls.from_parsed(parse_file(path, "run", format, columns, limits), duplicates, check_pairs)
+            with _shape_hint(path, "run", format):
+                return cls.from_parsed(parse_file(path, "run", format, columns, limits), duplicates,
+                                       check_pairs)
         except MemoryError as e:
             raise _no_memory(path, e) from None
 
@@ -422,12 +427,17 @@ class Run(_Table):
                 r2 = int(later.min())
                 r1 = int(order[np.searchsorted(ks, key[r2])])
                 q, d = qids[qcode[r2]], docids[dcode[r2]]
-                raise InputError(
+                error = InputError(
                     p.source,
                     f"docid {d!r} is listed twice for query {q!r}, on {p.unit}s {line[r1]} and {line[r2]}: "
                     "expected each docid at most once per query (duplicates='first' or 'last' keeps one)",
                     int(line[r2]),
                 )
+                if d == "Q0":  # the second field's usual value as a docid: columns swapped?
+                    from conformance.io.shapes import with_hint
+
+                    error = with_hint(error, p.source, "run", "trec")
+                raise error
             drop = np.zeros(key.size, bool)
             if duplicates == "first":
                 drop[order[repeat]] = True
@@ -443,6 +453,23 @@ class Run(_Table):
         for q, d, s in zip(self.query_ids(), self.doc_ids(), self.score.tolist()):
             out.setdefault(q, {})[d] = s
         return out
+
+
+@contextlib.contextmanager
+def _shape_hint(path, kind: str, format: str | None):
+    """A reader's error on a file, with what the file looks like when that is not a ``kind``'s
+    shape (``conformance.io.shapes``): read only once a reader has refused it."""
+    try:
+        yield
+    except InputError as exc:
+        from conformance.io.formats import _extension
+        from conformance.io.shapes import with_hint
+        from conformance.io.text import FileProblem
+
+        if isinstance(exc, FileProblem):
+            raise
+        name = os.fsdecode(path)
+        raise with_hint(exc, name, kind, format or _extension(name)) from None
 
 
 def settle_pairs(run: Run, duplicates: str = "error") -> Run:

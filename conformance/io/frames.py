@@ -159,11 +159,18 @@ def parse_columns(columns: Mapping[str, Any], found: Mapping[str, str | None], k
     qid = id_column(columns[found["qid"]], found["qid"], "qid", source, line, unit)
     docid = id_column(columns[found["docid"]], found["docid"], "docid", source, line, unit)
     role = "score" if kind == "run" else "label"
-    value = number_column(columns[found[role]], found[role], role, source, line, unit)
+    counts = counts or ReadCounts(read=n, used=n)
+    if kind == "run" and found.get("score") is None:
+        # ranks and no scores (a recommender's top-k table): the rank is the order, rank 1
+        # first, so the score is the rank negated and every library is given that order
+        value = -number_column(columns[found["rank"]], found["rank"], "rank", source, line, unit)
+        counts.score_from_rank = found["rank"]
+    else:
+        value = number_column(columns[found[role]], found[role], role, source, line, unit)
     rank = None
     if kind == "run":
         rank = rank_column(columns[found["rank"]]) if found.get("rank") else np.full(n, np.nan)
-    return Parsed(source, qid, docid, value, line, counts or ReadCounts(read=n, used=n), unit, rank=rank)
+    return Parsed(source, qid, docid, value, line, counts, unit, rank=rank)
 
 
 # --------------------------------------------------------------------------------------------

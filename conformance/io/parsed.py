@@ -36,6 +36,8 @@ class ReadCounts:
     reasons: dict[str, int] = field(default_factory=dict)
     extra_fields: int = 0  # used rows with fields past the layout's (those fields are ignored,
     # as trec_eval does; the CLI warns about them)
+    score_from_rank: str | None = None  # a table with ranks and no scores: the rank column read
+    # as the order (score = -rank); the CLI says so
 
     def ignore(self, reason: str, n: int) -> None:
         if n:

@@ -25,8 +25,10 @@ column, found by :func:`find_columns`:
   Two usual names of one role (``label`` and ``relevance``) are ambiguous: refused, naming the
   columns seen and the parameter (or ``--columns`` entry) that settles it. A role with no
   column is refused the same way ("no query id column: expected one named ...; the columns are
-  ..."). A run needs query id, docid and score (rank optional); qrels need query id, docid and
-  label. Other columns are ignored, so one table holding both labels and scores gives both.
+  ..."). A run needs query id, docid and score (rank optional), or a rank and no score (a
+  recommender's top-k table): then the rank is the order (rank 1 first) and the score the rank
+  negated, whatever ``rank_source`` says, since both give that order; qrels need query id, docid
+  and label. Other columns are ignored, so one table holding both labels and scores gives both.
 
 Pure Python (no numpy), so the command line can read ``--columns`` before numpy is imported.
 """
@@ -93,12 +95,17 @@ def find_columns(names: Sequence[str], roles: Sequence[str], given: Mapping[str,
                 found[role] = matches[0]
                 break
         else:
-            if role in _OPTIONAL:
-                found[role] = None
+            if role in _OPTIONAL or (role == "score" and "rank" in roles):
+                found[role] = None  # a run without scores is ranked by its rank column, if any
                 continue
             raise InputError(source, f"no {what} column: expected one named {' / '.join(usual + looser)}; "
                                      f"the columns are {_listed(names) or 'none'}: name it with "
                                      f"{role}='COLUMN' (on the command line, --columns {role}=COLUMN)")
+    if "score" in found and found["score"] is None and found.get("rank") is None:
+        usual, looser = ALIASES["score"]
+        raise InputError(source, f"no score column: expected one named {' / '.join(usual + looser)} (or a "
+                                 f"rank column, read as the order); the columns are {_listed(names) or 'none'}: "
+                                 "name it with score='COLUMN' (on the command line, --columns score=COLUMN)")
     used = [c for c in found.values() if c is not None]
     for c in set(used):
         if used.count(c) > 1:

@@ -163,6 +163,37 @@ def _gunzip(source, pieces: _Pieces) -> None:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
 
 
+WAIT_NOTICE_SECONDS = 3.0  # a FIFO with no writer this long is said to be waiting
+
+
+def _open_saying_when_it_waits(name: str):
+    """``open(name, "rb")``; a FIFO's open waits for a writer, and when none has come after
+    :data:`WAIT_NOTICE_SECONDS` a :class:`~conformance.errors.Notice` says so (once), rather
+    than the command hanging without a word."""
+    try:
+        fifo = stat.S_ISFIFO(os.stat(name).st_mode)
+    except OSError:
+        fifo = False
+    if not fifo:
+        return open(name, "rb")
+    import threading
+    import warnings
+
+    from conformance.errors import Notice
+
+    def notice() -> None:
+        warnings.warn(f"{name}: a FIFO with no writer yet; waiting for one to open it "
+                      "(Ctrl-C stops)", Notice, stacklevel=1)
+
+    timer = threading.Timer(WAIT_NOTICE_SECONDS, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        return open(name, "rb")
+    finally:
+        timer.cancel()
+
+
 def read_bytes(path: str | os.PathLike, limits: Limits | None = None, *, lines: bool = True,
                mapped: bool = False) -> tuple["bytes | bytearray | mmap.mmap", str]:
     """The file's bytes, gunzipped, without a UTF-8 byte order mark, checked against ``limits``
@@ -176,7 +207,7 @@ def read_bytes(path: str | os.PathLike, limits: Limits | None = None, *, lines: 
     if os.path.isdir(name):
         raise FileProblem(name, "is a directory: expected a file")
     try:
-        f = open(name, "rb")
+        f = _open_saying_when_it_waits(name)
     except FileNotFoundError:
         raise FileProblem(name, "no such file") from None
     except PermissionError:

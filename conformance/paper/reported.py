@@ -195,16 +195,20 @@ class PerQueryFile:
 
 
 def read_reported_per_query(path: str | os.PathLike, *, digits: int | None = None,
-                            percent: bool = True) -> PerQueryFile:
+                            percent: bool = True, limits=None) -> PerQueryFile:
     """Read trec_eval ``-q`` output: ``measure qid value`` per line (whitespace-separated).
 
     ``all`` rows are aggregates. Lines of measures conformance does not compute (``bpref``,
     ``iprec_at_recall_0.00``...) and trec_eval's ``runid`` line are counted and skipped; a line
     with the wrong number of fields or a value that is not a number is an error naming the line.
+    The file is read as every input is (``conformance.io.text.read_bytes``): bounded by
+    ``limits`` (default: from the environment) in size and line length, so ``/dev/zero`` fails
+    at once, naming the file.
     """
+    from conformance.io.text import read_bytes
+
     source = os.fspath(path)
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = bytes(read_bytes(path, limits, lines=True)[0])
     try:
         raw = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:

@@ -78,9 +78,10 @@ DEFAULT_LIST = (3, 2, 0, 2, 0, 3, 0, 1, 0, 1)
 PALETTE = ("#dbeafe", "#fde68a", "#bbf7d0", "#fecaca", "#e9d5ff", "#fed7aa", "#a5f3fc",
            "#f5d0fe", "#d9f99d", "#e2e8f0", "#fbcfe8", "#c7d2fe")
 
-# Colours of the value table's agreement classes (report.css .c0 ... .c7); later classes reuse them
-# and keep their letters.
-CLASS_COLOURS = 8
+# Colours of the value table's agreement classes (report.css .c0 ... .c11), one per class; later
+# classes (.cx) have no colour, only their letter, and the legend says so: a colour never
+# repeats, so it never suggests an agreement that is not there.
+CLASS_COLOURS = 12
 
 # Queries shown per disagreement card (the ones where the two entries part first).
 MAX_QUERIES = 3
@@ -155,6 +156,8 @@ def build_context(result) -> dict[str, Any]:
     return {
         "value_tables": values,
         "legend_classes": min(most, CLASS_COLOURS),
+        "class_colours": CLASS_COLOURS,
+        "more_classes": most > CLASS_COLOURS,
         "summary": result.summary,
         "entries": [_entry_row(result, e) for e in entries],
         "matrix": _matrix(entries, colours),

@@ -587,3 +587,69 @@ def test_running_out_of_memory_is_exit_2_with_what_was_needed():
     # numpy asked for 4 EiB = 4.6e18 bytes = 4.6e9 GB
     assert done.stderr.startswith("conformance: error: not enough memory for this input (about 4611686018.4 GB "
                                   "needed"), done.stderr
+
+
+# --- every input option is read bounded (issue 25.3) --------------------------------------------
+
+def _bounded(args: list[str]) -> subprocess.CompletedProcess:
+    """The command in a process whose address space is capped at 2 GiB: an input read whole
+    without a bound (/dev/zero) fails there with MemoryError rather than with our one line."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          cwd=str(ROOT), preexec_fn=cap)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_reported_per_query_from_an_endless_file_fails_naming_it():
+    from bundled_example import QRELS, RUN
+
+    r = _bounded(["check-paper", "--qrels", QRELS, "--run", RUN, "--reported", "nDCG@10=0.5",
+                  "--reported-per-query", "/dev/zero", "--libs", "trec_eval", "--quiet"])
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("conformance: error: /dev/zero: "), r.stderr
+    _no_traceback(r.stdout, r.stderr)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_a_case_file_that_is_endless_fails_naming_it(tmp_path):
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    r = _bounded(["run", "--cases", str(tmp_path), "--libs", "trec_eval", "--quiet"])
+    assert r.returncode == 2, r.stderr
+    assert f"conformance: error: {tmp_path / 'zero.json'}: " in r.stderr
+    _no_traceback(r.stdout, r.stderr)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_with_no_writer_is_said_and_read_once_one_comes(tmp_path):
+    """Issue 25.3: a FIFO given as --run with no writer: one notice line on stderr (after a few
+    seconds), and once a writer comes, the run is read and evaluated as a file would be."""
+    import select
+
+    from bundled_example import QRELS
+
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "eval", "--qrels", QRELS,
+                             "--run", str(fifo), "-m", "P@1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(ROOT),
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 120)
+        assert ready, "no notice while waiting for a writer"
+        line = proc.stderr.readline()
+        assert line == (f"conformance: warning: {fifo}: a FIFO with no writer yet; waiting for "
+                        "one to open it (Ctrl-C stops)\n")
+        with open(fifo, "w") as w:  # the writer: q1's first document is D101 (label 3)
+            w.write("q1 Q0 D101 1 2.0 t\nq1 Q0 D103 2 1.0 t\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    # trec_eval's query set is the run's: q1 alone, its first document relevant
+    assert out.split() == ["P@1", "all", "1.0000"], out

@@ -33,7 +33,8 @@ def invoke(*args):
 def test_exit_status_says_whether_any_convention_set_reproduces_the_values():
     reproduced = invoke("--reported", f"nDCG@10={_trec_eval():.4f}", "--libs", "trec_eval")
     assert reproduced.exit_code == 0, reproduced.output
-    assert "trec_eval reproduce" in reproduced.stdout
+    # every entry is judged, whatever --libs names: trec_eval is among those reproducing it
+    assert "trec_eval, ir_measures" in reproduced.stdout and "reproduce it" in reproduced.stdout
     # no convention set gives 0.0123 (the sweep's nearest is far above)
     missed = invoke("--reported", "nDCG@10=0.0123", "--libs", "trec_eval")
     assert missed.exit_code == 1, missed.output
@@ -107,3 +108,28 @@ def test_set_duplicates_first_reads_a_run_listing_a_docid_twice(tmp_path):
     # by hand: d1 (rel) at 1, d2 at 2, d3 (rel) at 3: AP = (1 + 2/3) / 2 = 0.8333
     assert read.exit_code == 0, read.output
     assert "yes AP 0.8333" in read.stdout and "yes trec_eval" in read.stdout
+
+
+def test_naming_entries_in_libs_runs_them_and_keeps_every_other_entry_judged():
+    """Issue 25.3: following the answer's own hint (``--libs ranx,ranx:make_comparable runs
+    it``) runs those entries live; it does not narrow the table to them, so trec_eval and
+    ir_measures, which reproduce the value, still do and the verdict still names them."""
+    value = round(_trec_eval(), 4)
+    hinted = invoke("--reported", f"nDCG@10={value:.4f}", "--libs", "ranx,ranx:make_comparable")
+    assert hinted.exit_code == 0, hinted.output
+    doc = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="ranx,ranx:make_comparable")
+    by_name = {e.name: e for e in doc.entries}
+    from conformance.libs import all_entries
+
+    assert set(by_name) == {e.name for e in all_entries()}
+    assert by_name["ranx"].decided_by == by_name["ranx:make_comparable"].decided_by == "live"
+    for name in ("trec_eval", "ir_measures"):
+        assert by_name[name].consistent
+    assert "no library entry reproduces" not in hinted.stdout
+    [verdict] = [ln for ln in hinted.stdout.splitlines() if ln.startswith("verdict: ")]
+    assert "trec_eval, ir_measures" in verdict and verdict.endswith("reproduce it.")
+    # lightgbm's exponential gain: named by its library, run live though its profile misses
+    lgb = check_paper(QRELS, RUN, f"nDCG@10={value:.4f}", libs="lightgbm")
+    decided = {e.name: e.decided_by for e in lgb.entries}
+    assert decided["lightgbm"] == decided["lightgbm:linear_gain"] == "live"
+    assert {e.name for e in lgb.entries if e.consistent} >= {"trec_eval", "ir_measures"}

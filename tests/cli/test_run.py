@@ -94,7 +94,56 @@ def test_json_is_byte_identical_across_hash_seeds_and_has_the_schema(tmp_path):
     assert code_a == (1 if unexplained else 0)
     # the terminal summary ends with the same counts
     s = data["summary"]
+    ran = sum(lib["available"] for lib in data["libraries"].values())
     assert out_a.rstrip().endswith(
-        f"{s['comparisons']} case x measure comparisons; {s['disagreements']} disagreeing "
-        f"pairs examined, {s['explained']} of them explained by conventions; "
+        f"{s['comparisons']} case x measure comparisons by {ran} entries; {s['disagreements']} "
+        f"disagreeing pairs examined, {s['explained']} of them explained by conventions; "
         f"{s['unexplained']} unexplained findings")
+    # the answer first: the same line opens the output of several cases
+    assert out_a.startswith(out_a.rstrip().rsplit("\n", 1)[-1] + "\n")
+
+
+# --- entries asked for that cannot run (issues 25.3, 32.5) -------------------------------------
+
+def _blocked_env(tmp_path: Path, module: str) -> dict:
+    """A package named ``module`` first on the path whose import raises ImportError: the
+    library is genuinely unimportable in this process and in every worker it starts, as
+    when it is not installed, with nothing of the library's own code replaced."""
+    blocker = tmp_path / "blocked" / module
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('blocked for this test')\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "blocked"), str(ROOT)]))
+
+
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    from bundled_example import QRELS, RUN
+
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--qrels", QRELS,
+                           "--run", RUN, "-m", "nDCG@10", *args], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+def test_named_entries_that_cannot_run_are_said_in_the_summary_and_the_exit_status(tmp_path):
+    env = _blocked_env(tmp_path, "torchmetrics")
+    r = _cli(env, "--libs", "trec_eval,torchmetrics")
+    from conformance.cli.common import EXIT, SOME_NAMED_MISSING
+
+    assert r.returncode == SOME_NAMED_MISSING == 4 and 4 in EXIT, r.stderr
+    last = r.stdout.rstrip().rsplit("\n", 1)[-1]
+    from conformance.api import select_entries
+
+    n = len(select_entries("torchmetrics"))  # the library's entries; only trec_eval ran
+    assert "by 1 entry;" in last
+    assert f"{n} of {n + 1} entries could not run, {n} of them named in --libs" in last
+    assert "every entry agrees" not in r.stdout
+    assert "could not run: torchmetrics:" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_libs_naming_only_unavailable_entries_is_refused(tmp_path):
+    env = _blocked_env(tmp_path, "torchmetrics")
+    r = _cli(env, "--libs", "torchmetrics")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    [line] = [ln for ln in r.stderr.splitlines() if ln.startswith("conformance: error:")]
+    assert "--libs torchmetrics: no entry it selects can run here" in line
+    assert r.stdout == ""

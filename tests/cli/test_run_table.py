@@ -84,17 +84,56 @@ def test_every_other_class_is_labelled_by_its_explaining_conventions(document):
     assert lgb["apart"].get("gain") == "exponential"  # LightGBM's nDCG: 2^label - 1
 
 
-def test_text_shows_the_tables_then_the_explanations_and_quiet_only_tables_and_counts():
+def test_text_shows_the_class_tables_first_and_the_explanations_only_with_details():
+    """Issue 25.2: the answer first. One line per class (value, label, entries), then the
+    entries, then the summary line; the explanation of every pair behind --details."""
     full = _run()
+    details = _run("--details")
     quiet = _run("--quiet")
-    assert full.startswith("nDCG@10 on run.txt\n  [trec_eval's class]\n    trec_eval ")
-    assert "    xgboost " in full and "    lightgbm " in full
-    assert "[apart by " in full and "gain=exponential" in full
-    assert "1 case(s), explained by gain: linear -> exponential" in full and "\nentries: " in full
-    assert quiet.startswith("nDCG@10 on run.txt\n")
-    assert "case(s), explained by" not in quiet and "\nentries: " in quiet
-    assert quiet.rstrip().endswith(full.rstrip().rsplit("\n", 1)[-1])
-    assert full.rstrip().rsplit("\n", 1)[-1].startswith("1 case x measure comparisons; ")
+    head = full.splitlines()
+    # 7 entries of the three libraries ran; xgboost:plain_ndcg has no nDCG@10
+    assert head[0] == "nDCG@10 on run.txt: 3 classes among 6 entries"
+    assert head[1].startswith("  0.6380  3 queries    [trec_eval's class] trec_eval")
+    assert "[apart by " in head[2] and "gain=exponential" in head[2] and "lightgbm" in head[2]
+    assert "xgboost" in full
+    assert full.rstrip().rsplit("\n", 1)[-1].startswith("1 case x measure comparisons by 7 entries; ")
+    assert "explained by gain: linear -> exponential" not in full
+    assert "explained by gain: linear -> exponential" in details
+    assert details.startswith(full.split("\n--details")[0].split("\nentries")[0])
+    assert quiet == full  # --quiet silences stderr only
+    assert len(full.splitlines()) <= 12
+
+
+def test_a_class_whose_mean_prints_equal_names_the_queries_that_differ():
+    """Issue 25.2: torchmetrics' AP and torchmetrics:skip's both print 0.5388 on the example,
+    yet differ query by query; the table says on which queries and by how much, with the
+    values the libraries themselves give (called here, in this process)."""
+    from conformance.io import load_qrels, load_run
+    from conformance.libs import entry
+    from conformance.measures import parse_measure
+
+    args = ["run", "--libs", "trec_eval,torchmetrics,torchmetrics:skip", "--qrels", QRELS,
+            "--run", RUN, "-m", "AP"]
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0, text.stderr
+    m = parse_measure("AP")
+    got = {n: entry(n).evaluate(load_qrels(QRELS), load_run(RUN), [m])[m] for n in
+           ("torchmetrics", "torchmetrics:skip")}
+    a, b = (got[n].per_query for n in ("torchmetrics", "torchmetrics:skip"))
+    mean = {n: v.mean if v.mean is not None else sum(v.per_query.values()) / len(v.per_query)
+            for n, v in got.items()}
+    assert f"{mean['torchmetrics']:.4f}" == f"{mean['torchmetrics:skip']:.4f}"
+    differ = sorted(q for q in set(a) | set(b) if q not in a or q not in b or abs(a[q] - b[q]) > 1e-6)
+    assert differ, "the two entries differ on some query of the example"
+    out = " ".join(text.stdout.split())
+    assert "the mean prints as torchmetrics's" in out
+    note = out[out.index("the mean prints as"):]
+    assert f"apart on {len(differ)} quer" in note
+    for q in differ:
+        if q in a and q in b:
+            assert f"{q} {b[q]:.4f} vs {a[q]:.4f} ({b[q] - a[q]:+.4f})" in note
+        elif q in a:
+            assert f"{q} not scored (torchmetrics: {a[q]:.4f})" in note
 
 
 def _explained_pairs(libs: str) -> dict[frozenset, dict]:
@@ -174,3 +213,16 @@ def test_profile_and_set_errors_name_the_option():
     assert bad.exit_code == 2 and "--profile: unknown profile 'nope'" in bad.stderr
     bad = CliRunner().invoke(main, ["run", "--libs", "trec_eval", "--set", "gain=bogus"])
     assert bad.exit_code == 2 and "--set gain=bogus" in bad.stderr
+
+
+def test_queries_that_differ_print_with_the_decimals_that_tell_them_apart():
+    """By hand: beir's rounding=5 against full precision differs past the fourth decimal; the
+    note prints as many decimals as it takes, and the gap itself."""
+    from conformance.run_text import differing_queries
+
+    got = differing_queries({"q1": 0.5, "q2": 0.52353, "q3": 0.1, "q4": 0.25},
+                            {"q1": 0.6309, "q2": 0.5235312, "q3": 0.1, "q5": 1.0}, 1e-12, "trec_eval")
+    assert got == [("q1", "0.5000 vs 0.6309 (-0.1309)"),
+                   ("q2", "0.523530 vs 0.523531 (-1.2e-06)"),
+                   ("q4", "0.2500, not scored by trec_eval"),
+                   ("q5", "not scored (trec_eval: 1.0000)")]

@@ -125,3 +125,33 @@ def test_compare_and_check_paper_run_the_libraries(tmp_path):
     assert {c.metric for c in result.comparisons} == {"nDCG@10", "AP"}
     answer = conformance.check_paper(QRELS, RUN, "AP=0.6667", libs="trec_eval", live=True)
     assert "reproducible" in answer.verdict and "trec_eval" in answer.verdict
+
+
+def test_results_print_as_the_tables_the_commands_print():
+    """Issue 25.3: ``print(conformance.compare(...))`` and its repr are the answer ``conformance
+    run`` prints for the same files (the command run as a real process); an ``evaluate``
+    result prints one line per measure with its hand-computed value."""
+    import os
+
+    from bundled_example import QRELS as qrels_file, RUN as run_file
+
+    result = conformance.compare(qrels_file, run_file, "nDCG@10,AP", libs="trec_eval,sklearn",
+                                 name=Path(run_file).name)
+    text = str(result)
+    assert repr(result) == text
+    assert len(text) < 3000 and "Comparison(" not in text
+    cli = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--qrels", qrels_file,
+                          "--run", run_file, "-m", "nDCG@10,AP", "--libs", "trec_eval,sklearn"],
+                         capture_output=True, text=True, cwd=str(ROOT),
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout == text + "\n"
+    assert text.startswith("nDCG@10 on run.txt: ")
+    ev = conformance.evaluate({"q1": {"a": 2, "b": 0, "c": 1}}, {"q1": {"a": 0.9, "b": 0.8, "c": 0.1}},
+                              "P@2,RR")
+    assert repr(ev) == str(ev) == ("measure             value  queries\n"
+                                   "P@2                0.5000  1\n"
+                                   "RR                 1.0000  1")
+    ranged = conformance.evaluate({"q1": {"a": 1, "b": 0}}, {"q1": {"a": 1.0, "b": 1.0}}, "RR",
+                                  ties="unspecified")
+    assert str(ranged).splitlines()[1].split() == ["RR", "0.5000", "to", "1.0000", "1"]

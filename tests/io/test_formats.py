@@ -366,3 +366,91 @@ def test_run_and_check_paper_take_the_input_options(tmp_path):
     refused = CliRunner().invoke(main, ["check-paper", "--no-live", "--qrels", str(qrels), "--run", str(run),
                                         "--reported", printed, "--max-line-bytes", "10"])
     assert refused.exit_code == 2 and "over the limit of 10 bytes a line" in refused.output
+
+
+# --- wrong shapes say what the file looks like (issue 25.3) ------------------------------------
+
+def _refusal(path, kind="run") -> str:
+    with pytest.raises(InputError) as err:
+        (Run if kind == "run" else Qrels).from_file(path)
+    return str(err.value)
+
+
+def test_qrels_given_as_the_run_is_named_so(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
+    text = _refusal(path)
+    assert text.startswith(f"{path}:1: ") and "4 columns where TREC runs have 6" in text
+    assert "is this a qrels file?" in text
+    path.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    assert "6 columns where TREC qrels have 4" in _refusal(path, "qrels")
+
+
+def test_a_run_with_its_columns_swapped_is_named_so(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"q1 d{i} Q0 {i} {10 - i}.0 t\n" for i in range(1, 5)))
+    text = _refusal(path)
+    assert "the third column holds 'Q0' in 4 rows" in text and "columns swapped?" in text
+    assert "listed twice" in text  # the reader's own finding stays
+
+
+def test_a_tsv_with_a_header_saved_as_txt_is_named_so(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("qid\tdocid\tscore\nq1\td1\t2.0\n")
+    text = _refusal(path)
+    assert "a header row and tabs: this looks like TSV" in text and "name the file .tsv" in text
+    renamed = tmp_path / "run.tsv"
+    renamed.write_text(path.read_text())
+    assert Run.from_file(renamed).to_dict() == {"q1": {"d1": 2.0}}
+
+
+def test_a_semicolon_csv_gets_a_delimiter_hint(tmp_path):
+    path = tmp_path / "run.csv"
+    path.write_text("qid;docid;score\nq1;d1;2.0\n")
+    text = _refusal(path)
+    assert "the header is split by ';', not ','" in text and "no query id column" in text
+
+
+def test_a_well_shaped_file_with_a_bad_line_gets_no_shape_hint(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 x t\n")
+    text = _refusal(path)
+    assert "is not a number" in text and "columns" not in text.split("expected")[-1]
+
+
+# --- rank-only recommendation tables (issue 25.3) ----------------------------------------------
+
+@pytest.mark.parametrize("settings", [{}, {"rank_source": "rank_column"}])
+def test_a_rank_only_table_is_ranked_by_its_ranks(tmp_path, settings):
+    """A top-k table with user, item and rank columns and no score: the rank is the order, with
+    or without rank_source=rank_column. By hand: the relevant i1 at rank 2 of 3 (listed first),
+    so RR = 1/2 and P@1 = 0; u2's relevant i4 at rank 1, RR = 1."""
+    import conformance
+
+    run = tmp_path / "top.csv"
+    run.write_text("user,item,rank\nu1,i1,2\nu1,i2,1\nu1,i3,3\nu2,i4,1\nu2,i5,2\n")
+    qrels = tmp_path / "rel.csv"
+    qrels.write_text("user,item,rating\nu1,i1,1\nu2,i4,1\n")
+    got = conformance.evaluate(str(qrels), str(run), "RR,P@1", **settings)
+    assert got.per_query["RR"] == {"u1": 0.5, "u2": 1.0}
+    assert got.per_query["P@1"] == {"u1": 0.0, "u2": 1.0}
+    assert Run.from_file(run).counts.score_from_rank == "rank"
+
+
+def test_a_rank_only_table_is_said_on_the_command_line(tmp_path):
+    run = tmp_path / "top.csv"
+    run.write_text("user,item,rank\nu1,i1,2\nu1,i2,1\n")
+    qrels = tmp_path / "rel.csv"
+    qrels.write_text("user,item,rating\nu1,i1,1\n")
+    r = subprocess.run([sys.executable, "-m", "conformance.cli", "eval", "--qrels", str(qrels),
+                        "--run", str(run), "-m", "RR"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    assert "0.5000" in r.stdout
+    assert "no score column: the rank column 'rank' is the order" in r.stderr
+    bare = tmp_path / "bare.csv"
+    bare.write_text("user,item\nu1,i1\n")
+    r = subprocess.run([sys.executable, "-m", "conformance.cli", "eval", "--qrels", str(qrels),
+                        "--run", str(bare), "-m", "RR"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 2 and "no score column" in r.stderr and "or a rank column" in r.stderr

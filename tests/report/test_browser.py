@@ -29,7 +29,7 @@ from conformance.conventions import TREC_EVAL10, Conventions
 from conformance.io.data import Qrels, Run
 from conformance.errors import EvaluationError
 from conformance.libs import all_entries
-from conformance.measures import Measure
+from conformance.measures import Measure, parse_measures
 from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared
 from conformance.report import html as report_html
@@ -859,3 +859,71 @@ def test_query_picker_opens_the_inputs_own_queries(page, run_result):
     assert tried >= 3
     page.select_option("#ex-query", "")
     assert displayed(page)["grades"] == list(report_html.DEFAULT_LIST)
+
+
+# --------------------------------------------------------------------------------------------
+# wide tables and long ids (issue 25.3)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def every_entry_report(tmp_path_factory):
+    """Every installed entry on one small case: the convention matrix holds all of them."""
+    case = next(c for c in load_cases() if c.name == "graded-ten")
+    result = run_entries([e for e in all_entries() if e.available()],
+                         [Subject(case.name, case.qrels, case.run, case.measures)])
+    path = tmp_path_factory.mktemp("every") / "every.html"
+    report_html.write(result, path)
+    return path
+
+
+def test_the_wide_convention_matrix_shows_it_continues_and_keeps_its_entry_column(browser, every_entry_report):
+    with opened(browser, every_entry_report) as page:
+        _wide_matrix(page)
+
+
+def _wide_matrix(page):
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    box = page.locator("#matrix-scroll")
+    wide = page.evaluate("() => { const b = document.getElementById('matrix-scroll');"
+                         " return [b.scrollWidth, b.clientWidth]; }")
+    assert wide[0] > wide[1], "the matrix is wider than its box at 1280 px"
+    cue = page.locator("#matrix-cue")
+    assert cue.is_visible() and "scrolls sideways" in cue.inner_text()
+    wrap = page.locator("#conventions .wide-wrap")
+    shade = "() => getComputedStyle(document.querySelector('#conventions .wide-wrap'), '::after').opacity"
+    assert "at-end" not in (wrap.get_attribute("class") or "") and page.evaluate(shade) == "1"
+    first = page.locator("#convention-matrix tbody tr").first.locator("th.sticky")
+    before = first.bounding_box()["x"]
+    box.evaluate("b => { b.scrollLeft = b.scrollWidth; b.dispatchEvent(new Event('scroll')); }")
+    page.wait_for_function("() => document.querySelector('#conventions .wide-wrap').classList.contains('at-end')")
+    assert abs(first.bounding_box()["x"] - before) <= 1  # the entry column stays in place
+    page.wait_for_function("() => getComputedStyle(document.querySelector('#conventions .wide-wrap'),"
+                           " '::after').opacity === '0'")  # and the shade is gone at the end
+
+
+LONG_IDS = ["clueweb12-0000tw-05-12114-passage-0003", "msmarco_v2.1_doc_29_677149#3_1466591",
+            "d1", "a-very-long-document-identifier-that-never-ends-0000000000000000001"]
+
+
+def test_long_document_ids_stay_on_one_line_beside_the_grade_badge(browser, tmp_path):
+    qrels = Qrels.from_records([("q1", d, float(i % 3)) for i, d in enumerate(LONG_IDS)])
+    run = Run.from_records([("q1", d, float(len(LONG_IDS) - i)) for i, d in enumerate(LONG_IDS)])
+    entries = [e for e in all_entries() if e.name == "trec_eval"]
+    result = run_entries(entries, [Subject("long-ids", qrels, run,
+                                           parse_measures("nDCG@10"))])
+    path = tmp_path / "long.html"
+    report_html.write(result, path)
+    with opened(browser, path) as pg:
+        pg.select_option("#ex-query", label="long-ids / q1")
+        rows = pg.evaluate("""() => [...document.querySelectorAll('#ex-list .ex-row')].map(r => {
+            const doc = r.querySelector('.ex-doc').getBoundingClientRect();
+            const badge = r.querySelector('.ex-grade').getBoundingClientRect();
+            const line = parseFloat(getComputedStyle(r.querySelector('.ex-doc')).lineHeight);
+            return {doc: r.dataset.doc, title: r.querySelector('.ex-doc').title,
+                    height: doc.height, line: line, overlap: doc.right - badge.left}; })""")
+        assert [r["doc"] for r in rows] == LONG_IDS
+        for r in rows:
+            assert r["height"] <= r["line"] + 1, r  # one line, not four
+            assert r["overlap"] <= 0.5, r  # the id ends before the badge begins
+            assert r["title"] == r["doc"]  # the whole id on hover

@@ -464,3 +464,32 @@ def test_picker_lists_a_query_as_the_explorer_holds_it():
     assert q["changed"] == 2  # b's -1 read as 0, c's 1.5 truncated to 1
     assert q["named_like_query"] == 1
     assert [x["qid"] for x in picker_queries([subject])] == ["q"]  # judged and ranked only
+
+
+def test_every_agreement_class_shown_has_a_colour_of_its_own_or_none():
+    """Issue 25.3: on a case where every installed entry splits nDCG@100 into ten classes, no
+    two classes of the column share a colour (the ninth used to take trec_eval's blue), and a
+    class past the palette has no colour, only its letter, which the legend says."""
+    by_name = {c.name: c for c in load_cases()}
+    case = by_name["deep-three-queries-1000-docs"]
+    m = parse_measure("nDCG@100")
+    result = run_entries([e for e in all_entries() if e.available()],
+                         [Subject(case.name, case.qrels, case.run, [m])])
+    [c] = result.comparisons
+    assert len(c.classes) > 8, "more classes than the old palette of eight"
+    page = report_html.render(result)
+    cells = re.findall(r'<td class="vcell([^"]*)" data-metric="nDCG@100" data-class="([^"]+)"', page)
+    colour_of: dict[str, set] = {}
+    for classes, letter in cells:
+        colour = [k for k in classes.split() if re.fullmatch(r"c\d+|cx", k)]
+        colour_of.setdefault(letter, set()).update(colour)
+    assert len(colour_of) == len(c.classes)
+    for letter, colours in colour_of.items():
+        assert len(colours) == 1, (letter, colours)
+    coloured = [next(iter(v)) for v in colour_of.values() if v != {"cx"}]
+    assert len(coloured) == len(set(coloured))  # distinct
+    if len(c.classes) > report_html.CLASS_COLOURS:
+        assert "no colour, only their letter" in page
+    css = page[page.index("<style"):page.index("</style>")]
+    for k in coloured:
+        assert re.search(rf"\.{k} {{ background: #[0-9a-f]{{6}}; }}", css), k

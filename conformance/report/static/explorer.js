@@ -300,7 +300,7 @@
         });
         li.appendChild(el("span", { className: "ex-rank" }, String(i + 1)));
         li.appendChild(el("span", { className: "ex-grip", "aria-hidden": "true" }, "\u2807"));
-        li.appendChild(el("span", { className: "ex-doc" }, it.doc));
+        li.appendChild(el("span", { className: "ex-doc", title: it.doc }, it.doc));
         if (it.extra) {
           li.classList.add("extra");
           li.appendChild(el("span", { className: "ex-tag", title: "appended: the run's list left it out" },

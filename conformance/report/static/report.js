@@ -247,6 +247,18 @@
       det.querySelector("summary").addEventListener("click", function () { drawTables(card); });
       det.addEventListener("toggle", function () { if (det.open) drawTables(card); });
     });
+    // a wide table's shaded right edge shows while columns lie beyond it, not at its end
+    Array.prototype.forEach.call(document.querySelectorAll(".wide-wrap"), function (wrap) {
+      var box = wrap.querySelector(".scroll");
+      var mark = function () {
+        var rest = box.scrollWidth - box.clientWidth - box.scrollLeft;
+        wrap.classList.toggle("fits", box.scrollWidth <= box.clientWidth + 1);
+        wrap.classList.toggle("at-end", rest <= 1);
+      };
+      box.addEventListener("scroll", mark);
+      window.addEventListener("resize", mark);
+      mark();
+    });
     window.conformanceReport = { drawTables: drawTables, drawGrid: drawGrid };
   }
 

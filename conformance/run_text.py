@@ -1,0 +1,310 @@
+"""The answer of ``conformance run`` as text: the agreement classes first, then the counts.
+
+What :func:`render` prints, and ``str(result)`` of :func:`conformance.compare` gives:
+
+1. One table per measure. On one case (the user's files) each case x measure is a table: one
+   line per agreement class, its value (the mean of its first entry and the queries it
+   scored, or ``error``), its label and its entries. On several cases (the corpus, whose cases
+   spell 37 measures) one table per measure family, every cutoff together: one line per group
+   of entries that are set apart from the base class by the same conventions over the cases
+   (with the number of case x measure rows each convention explains), values per case being
+   the ``details`` tables'. The base class is trec_eval's, or that of the entry ``--profile``
+   names (``RunResult.anchor``); a label names what sets a class apart from it.
+2. A class whose mean prints as an earlier class's (``0.5640`` beside ``0.5640``) while its
+   values differ names the queries that differ and by how much (the first three, then how many
+   more), against the first such class.
+3. The entries that ran and any that could not (with why), the unexplained findings in full
+   (an entry that does not match its own profile gives the library's and the reference's
+   per-query values), every library error that is not a documented failure in full, and last
+   the summary line, which says when entries asked for could not run.
+
+``details``: the per case x measure tables on the corpus too. The explanations between pairs
+of non-base classes are ``conformance.summary``'s (the command line prints them after these
+with ``--details``); the JSON document and the HTML report hold everything.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections import defaultdict
+
+from conformance.measures import parse_measure
+
+WIDTH = 100  # a line's length: entry lists wrap under their label
+SHOWN_QUERIES = 3  # queries named when a class's mean prints equal to the base class's
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def _mean_text(mean) -> str:
+    return "nan" if mean is None or mean != mean else f"{mean:.4f}"
+
+
+def _apart_text(apart: dict) -> str:
+    return ", ".join(f"{a}={v}" for a, v in apart.items())
+
+
+def class_label(cls: dict, anchor: str = "trec_eval") -> str:
+    """What sets a class of ``RunResult.table()`` apart from the base class."""
+    if cls["known"]:
+        return "failed as the library documents"
+    if cls["base"]:
+        for name in (anchor, "trec_eval"):
+            if any(e["entry"] == name for e in cls["entries"]):
+                return f"{name}'s class"
+        return "first class"
+    if not cls["explained"]:
+        return "apart, by no convention found (unexplained)"
+    return "apart by " + _apart_text(cls["apart"])
+
+
+def _wrapped(head: str, names: list[str], indent: int) -> list[str]:
+    return textwrap.wrap(head + ", ".join(names), WIDTH, subsequent_indent=" " * indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def differing_queries(ours: dict, base: dict, tol: float, other: str = "the other") -> list[tuple[str, str]]:
+    """(query, how it differs) for every query on which two per-query maps differ beyond
+    ``tol``: ``0.5000 vs 0.6309 (-0.1309)``, or in which one only (``other`` names the
+    second map's entry)."""
+    out = []
+    for q in sorted(set(ours) | set(base)):
+        if q not in base:
+            out.append((q, f"{ours[q]:.4f}, not scored by {other}"))
+        elif q not in ours:
+            out.append((q, f"not scored ({other}: {base[q]:.4f})"))
+        else:
+            a, b = ours[q], base[q]
+            if (a != a) != (b != b) or (a == a and b == b and abs(a - b) > tol):
+                if a != a or b != b:
+                    out.append((q, f"{a:.4f} vs {b:.4f}"))
+                    continue
+                # as many decimals as it takes for the two to print apart (rounding=5 against
+                # full precision differs past the fourth)
+                d = next((d for d in range(4, 18) if f"{a:.{d}f}" != f"{b:.{d}f}"), 17)
+                gap = a - b
+                out.append((q, f"{a:.{d}f} vs {b:.{d}f} ({gap:+.4f})" if abs(gap) >= 5e-5
+                            else f"{a:.{d}f} vs {b:.{d}f} ({gap:+.1e})"))
+    return out
+
+
+def _equal_means_note(cls: dict, shown: list[dict], comparison, anchor: str) -> str | None:
+    """For a class whose mean prints as an earlier class's, the queries on which they differ."""
+    mine = cls["entries"][0]
+    if mine["error"] is not None:
+        return None
+    for other in shown:
+        theirs = other["entries"][0]
+        if theirs["error"] is not None or _mean_text(mine["mean"]) != _mean_text(theirs["mean"]):
+            continue
+        diffs = differing_queries(comparison.per_query.get(mine["entry"]) or {},
+                                  comparison.per_query.get(theirs["entry"]) or {},
+                                  comparison.tolerance, theirs["entry"])
+        if not diffs:
+            continue
+        listed = "; ".join(f"{q} {how}" for q, how in diffs[:SHOWN_QUERIES])
+        more = f"; and {len(diffs) - SHOWN_QUERIES} more" if len(diffs) > SHOWN_QUERIES else ""
+        return (f"the mean prints as {theirs['entry']}'s ({class_label(other, anchor)}); apart on "
+                f"{_plural(len(diffs), 'query', 'queries')}: {listed}{more}")
+    return None
+
+
+def case_tables(result, rows: list[dict] | None = None) -> list[str]:
+    """One table per case x measure: a line per class (value, label, entries)."""
+    rows = result.table() if rows is None else rows
+    by_key = {(c.case, c.metric): c for c in result.comparisons}
+    lines: list[str] = []
+    for row in rows:
+        comparison = by_key[(row["case"], row["metric"])]
+        n = sum(len(cls["entries"]) for cls in row["classes"])
+        lines.append(f"{row['metric']} on {row['case']}: "
+                     f"{_plural(len(row['classes']), 'class', 'classes')} among "
+                     f"{_plural(n, 'entry', 'entries')}")
+        if "reference" in row:
+            lines.append(_reference_line(row["reference"], row, result.anchor))
+        shown: list[dict] = []
+        for cls in sorted(row["classes"], key=lambda cls: not cls["base"]):
+            first = cls["entries"][0]
+            if first["error"] is not None:
+                value = "error".ljust(6 + 2 + 11)
+            else:
+                value = f"{_mean_text(first['mean']):>6}  {_plural(first['queries'], 'query', 'queries'):<11}"
+            head = f"  {value}  [{class_label(cls, result.anchor)}] "
+            lines += _wrapped(head, [e["entry"] for e in cls["entries"]], 6)
+            note = _equal_means_note(cls, shown, comparison, result.anchor)
+            shown.append(cls)
+            if note:
+                lines += textwrap.wrap(note, WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 8)
+        lines.append("")
+    return lines
+
+
+def _reference_line(ref: dict, row: dict, anchor: str) -> str:
+    """The reference under the user's conventions, and the class it agrees with."""
+    own = _apart_text(ref["set"])
+    under = ref["profile"] + (f" with {own}" if own else "")
+    if ref["error"] is not None:
+        return f"  reference under {under}: error: {' '.join(ref['error'].split())}"
+    lo, hi = ref["mean"], ref["high"]
+    value = "nan" if lo != lo else (f"{lo:.4f}" if lo == hi else f"{lo:.4f} to {hi:.4f}")
+    where = ("in no class: no entry computes this under these conventions" if ref["class"] is None
+             else f"as [{class_label(row['classes'][ref['class']], anchor)}]")
+    return (f"  reference under {under}: {value}  ({_plural(ref['queries'], 'query', 'queries')}), "
+            f"{where}")
+
+
+def family_of(metric: str) -> str:
+    try:
+        return parse_measure(metric).family
+    except Exception:  # a name only a library spells: its own table
+        return metric
+
+
+def family_tables(result, rows: list[dict] | None = None) -> list[str]:
+    """One table per measure family over every case: the entries grouped by what sets them
+    apart from the base class, with the case x measure rows each reason covers."""
+    rows = result.table() if rows is None else rows
+    by_family: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_family[family_of(row["metric"])].append(row)
+    lines: list[str] = []
+    for family, frows in by_family.items():
+        spellings = list(dict.fromkeys(r["metric"] for r in frows))
+        agree = sum(1 for r in frows if len(r["classes"]) == 1)
+        cases = len({r["case"] for r in frows})
+        shown = ", ".join(spellings[:4]) + (f", ... ({len(spellings)} spellings)" if len(spellings) > 4 else "")
+        lines.append(f"{family} ({shown}) on {_plural(cases, 'case')}, {len(frows)} rows: every entry "
+                     f"that ran agrees on {agree}")
+        # entry -> reason -> rows it covers; reasons: "axis=value", "unexplained", "error", ...
+        why: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        seen: list[str] = []
+        for r in frows:
+            for cls in r["classes"]:
+                for e in cls["entries"]:
+                    name = e["entry"]
+                    if name not in seen:
+                        seen.append(name)
+                    if cls["base"]:
+                        continue
+                    if cls["known"]:
+                        why[name]["failed as the library documents"] += 1
+                    elif not cls["explained"]:
+                        why[name]["unexplained"] += 1
+                    else:
+                        for a, v in cls["apart"].items():
+                            why[name][f"{a}={v}"] += 1
+        # an entry's mark: the reasons that cover as many rows as its most frequent one (its
+        # other, rarer reasons are counted; --details shows them case by case); entries that
+        # share a mark share a line, with the range of rows each reason covers among them
+        groups: dict[tuple, list[str]] = defaultdict(list)
+        for name in seen:
+            top = max(why[name].values(), default=0)
+            mark = tuple(sorted(r for r, n in why[name].items() if n == top))
+            groups[mark].append(name)
+        for mark, names in sorted(groups.items(), key=lambda kv: (bool(kv[0]), -len(kv[1]), kv[0])):
+            if not mark:
+                who = (f"{result.anchor}'s class" if result.anchor in seen else
+                       f"the first class (no {result.anchor} here)")
+                head = f"  [{who} on every row] "
+            else:
+                spans = []
+                for r in sorted(mark, key=lambda r: -max(why[n][r] for n in names)):
+                    lo, hi = min(why[n][r] for n in names), max(why[n][r] for n in names)
+                    spans.append(f"{r} ({lo}{'' if lo == hi else f'-{hi}'})")
+                rest = sum(1 for n in names for r in why[n] if r not in mark)
+                head = ("  [apart by " + ", ".join(spans)
+                        + (f"; {rest} rarer reason{'s' if rest != 1 else ''}" if rest else "") + "] ")
+            lines += _wrapped(head, names, 4)
+        lines.append("")
+    return lines
+
+
+def _unexplained(result) -> list[str]:
+    lines = []
+    found = [(c, u) for c in result.comparisons for u in c.unexplained]
+    if not found:
+        return lines
+    lines.append(f"UNEXPLAINED ({len(found)}):")
+    for c, u in found:
+        who = u.get("entry") or " vs ".join(u.get("between", []))
+        lines.append(f"  ! {c.case} / {c.metric}: {who}: {u['reason']}")
+        if "entry" in u:
+            lines.append(f"      library:   {u['library']}")
+            lines.append(f"      reference: {u['reference']}")
+        else:
+            vals = ", ".join(f"{n}={_mean_text(c.values.get(n)) if c.values.get(n) is not None else 'error'}"
+                             for n in u["between"])
+            lines.append(f"      values: {vals}; profiles differ on: {', '.join(u['differing_axes'])}")
+    lines.append("")
+    return lines
+
+
+def _errors(result, details: bool = False) -> list[str]:
+    """Every library error that is not a documented failure, whole: once per text, with the
+    entries that raised it and where (the first few places; every place with ``details``)."""
+    where: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for c in result.comparisons:
+        for name, text in c.errors.items():
+            if name not in c.known_failures:
+                where[" ".join(text.split())][name].append(f"{c.case}/{c.metric}")
+    if not where:
+        return []
+    lines = [f"library errors ({len(where)} distinct, every entry's error whole in --json):"]
+    for text, by in where.items():
+        places = list(dict.fromkeys(p for at in by.values() for p in at))
+        at = (", ".join(places) if details else
+              places[0] + (f" and {len(places) - 1} more" if len(places) > 1 else ""))
+        lines += textwrap.wrap(f"  {text} -- {', '.join(by)} on {at}", WIDTH,
+                               subsequent_indent="      ", break_on_hyphens=False)
+    lines.append("")
+    return lines
+
+
+def missing(result) -> list[tuple[str, str]]:
+    """(entry, why) for every entry of the run that could not be used."""
+    out = []
+    for e in result.entries:
+        if not result.available[e.name]:
+            st = result.status.get(e.name)
+            out.append((e.name, st.describe() if st is not None else "unavailable"))
+    return out
+
+
+def summary_line(result, named: list[str] = ()) -> str:
+    s = result.summary
+    ran = sum(1 for e in result.entries if result.available[e.name])
+    text = (f"{s['comparisons']} case x measure comparisons by {_plural(ran, 'entry', 'entries')}; "
+            f"{s['disagreements']} disagreeing pairs examined, {s['explained']} of them explained "
+            f"by conventions; {s['unexplained']} unexplained findings")
+    gone = [n for n, _ in missing(result)]
+    if gone:
+        asked = [n for n in gone if n in set(named)]
+        text += (f"; {len(gone)} of {len(result.entries)} entries could not run"
+                 + (f", {len(asked)} of them named in --libs" if asked else ""))
+    return text
+
+
+def render(result, details: bool = False, named: list[str] = ()) -> str:
+    """The text ``conformance run`` prints (module docstring)."""
+    rows = result.table()
+    single = len({r["case"] for r in rows}) <= 1
+    lines = [] if single else [summary_line(result, named), ""]  # the answer in one line first
+    lines += case_tables(result, rows) if single or details else family_tables(result, rows)
+    ran = [e.name for e in result.entries if result.available[e.name]]
+    if details or len(ran) < len(result.entries):
+        lines += _wrapped(f"entries that ran ({len(ran)}): ", ran, 2)
+    else:
+        lines.append(f"entries: all {len(ran)} selected ran (--details lists them)")
+    for name, why in missing(result):
+        lines += textwrap.wrap(f"  could not run: {name}: {why}", WIDTH, subsequent_indent="    ")
+    lines.append("")
+    lines += _unexplained(result)
+    lines += _errors(result, details)
+    if not details:
+        lines.append("--details: the explanations between every pair of classes"
+                     + ("" if single else " and every case's table")
+                     + "; --json, --html: everything")
+    lines.append(summary_line(result, named))
+    return "\n".join(lines)
