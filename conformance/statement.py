@@ -135,17 +135,35 @@ def statements(result, profile_name: str) -> list[Statement]:
 
 
 def tied_queries(result) -> dict[Measure, int]:
-    """Per measure, the queries whose value the order of their tied documents changes (the
-    best and worst orders differ), with every other axis as evaluated: one evaluation per
-    distinct convention set, as the evaluation itself."""
+    """Per measure, the counted queries whose value the order of their tied documents changes
+    (the best and worst orders differ), with every other axis as evaluated.
+
+    From the evaluation itself when it was made with ``tie_check`` (``reference.tiecheck``:
+    one pass over the tie groups of the ranking already made); a measure the check cannot
+    decide, or a result evaluated without it, is evaluated again under ``ties=unspecified``
+    (one evaluation per distinct convention set)."""
     from conformance.pipeline import evaluate_inputs
 
-    convs = {m: result.conventions[m].replace(ties="unspecified") for m in result.measures}
-    ranged = evaluate_inputs(result.inputs, result.measures, convs)
-    out = {}
+    out: dict[Measure, int] = {}
+    again = []
     for m in result.measures:
-        ev = ranged.evaluations[m]
+        ev = result.evaluations[m]
         keep = ev.counted[m]
-        lo, hi = ev.per_query[m][keep], ev.upper[m][keep]
-        out[m] = int(np.sum(~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))))
-    return out
+        if result.ranged(m):
+            out[m] = _differ(ev.per_query[m][keep], ev.upper[m][keep])
+        elif ev.tie_changed.get(m) is not None:
+            out[m] = int(np.count_nonzero(ev.tie_changed[m][keep]))
+        else:
+            again.append(m)
+    if again:
+        convs = {m: result.conventions[m].replace(ties="unspecified") for m in again}
+        ranged = evaluate_inputs(result.inputs, again, convs)
+        for m in again:
+            ev = ranged.evaluations[m]
+            keep = ev.counted[m]
+            out[m] = _differ(ev.per_query[m][keep], ev.upper[m][keep])
+    return {m: out[m] for m in result.measures}
+
+
+def _differ(lo: np.ndarray, hi: np.ndarray) -> int:
+    return int(np.sum(~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))))

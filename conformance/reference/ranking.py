@@ -27,6 +27,7 @@ import numpy as np
 
 from conformance.conventions import Conventions, discount_base, gain_map
 from conformance.errors import EvaluationError
+from conformance.reference import tiecheck
 
 
 def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -213,6 +214,8 @@ class Ranked:
     # under duplicates=set: 1.0 for a document's highest-ranked listing, 0.0 for a later one
     # (whose label rank() reads as unjudged); None otherwise
     first: np.ndarray | None = None
+    # rank(..., tie_groups=True): the tie groups of this order (tiecheck.TieGroups), else None
+    ties: object = None
 
     def group_start_rows(self) -> np.ndarray:
         """Per row: the index of the first row of its tie group (the row itself unless
@@ -414,6 +417,7 @@ def rank(
     keep_labels: bool = False,
     pooled: np.ndarray | None = None,
     gain_shift: np.ndarray | None = None,
+    tie_groups: bool = False,
 ) -> Ranked:
     """Order rows of every query at once and build the per-row pieces.
 
@@ -429,7 +433,8 @@ def rank(
 
     ``keep_labels``: also keep each row's label (``Ranked.label``); ``pooled``: per row, whether
     it is judged with a negative label (``Ranked.pooled``, for infAP); ``gain_shift``: per
-    query, the exponential gains' scale (``exponential_shift``).
+    query, the exponential gains' scale (``exponential_shift``); ``tie_groups``: also find the
+    tie groups (``Ranked.ties``, for ``tiecheck.changed``).
     """
     def key(values, sign: int = 1, nan_as_zero: bool = False):
         if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
@@ -497,6 +502,8 @@ def rank(
         extra["pooled"] = pooled[order]
     if first is not None:
         extra["first"] = first
+    found = (tiecheck.find(order, primary, pos, rel, lab_s, extra.get("pooled"), start)
+             if tie_groups else None)  # before lab_s becomes the gains and order p_first
     shift = None if gain_shift is None else gain_shift[q[order]]
     gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
     del lab_s, shift
@@ -509,6 +516,8 @@ def rank(
         c_row[1:] = rel[:-1]
         c_row[listed[1:]] -= np.add.reduceat(rel, listed)[:-1]
         np.cumsum(c_row, out=c_row)
+    if found is not None:
+        found.finish(gain, c_row)
 
     if tie_rule != "average":
         # Every row is its own tie group (n = 1, t = 0, r = rel): the general formulas below
@@ -528,7 +537,7 @@ def rank(
         e_gain = gain + 0.0 if (np.signbit(gain) & (gain == 0)).any() else gain
         pieces = [pos, gain, rel, pos, np.zeros(rows, bool), np.zeros(rows, bool), rel, e_gain,
                   ap_term, p_first]
-        return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
+        return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
     idx = np.arange(rows, dtype=np.int64)
     q_s = q[order]
@@ -574,7 +583,7 @@ def rank(
         group_varied = np.zeros(0, bool)
     pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
               p_first]
-    return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
+    return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
 
 def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
@@ -591,7 +600,7 @@ def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
 
 
 def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list,
-                  conv: Conventions, extra: dict | None = None) -> Ranked:
+                  conv: Conventions, extra: dict | None = None, ties=None) -> Ranked:
     """The Ranked of ``pieces`` (per-row arrays in Ranked's field order, starting with pos) and
     the ``extra`` per-row arrays (Ranked's optional fields by name)."""
     extra = extra or {}
@@ -604,7 +613,7 @@ def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list
         extra = {name: a[keep] for name, a in extra.items()}
         n = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows
         start = np.cumsum(n) - n
-    return Ranked(n_queries, start, n, *pieces, **extra)
+    return Ranked(n_queries, start, n, *pieces, **extra, ties=ties)
 
 
 def ideal_dcg(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int, conv: Conventions,
