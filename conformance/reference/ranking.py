@@ -336,7 +336,8 @@ def _packed_key(q: np.ndarray, primary: np.ndarray, n_queries: int) -> tuple[np.
     return key, exact
 
 
-def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -> np.ndarray:
+def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int,
+               tied_pairs: list | None = None) -> np.ndarray:
     """The permutation ``np.lexsort([t(None) for t in ties] + [primary, q])`` gives: rows by
     query, then primary ascending, then the tie keys (the last most significant); rows equal on
     every key keep their input order. ``ties`` are functions rows -> key values at those rows
@@ -346,6 +347,11 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
     which is fast on runs already listed query by query in score order, then a lexsort of only
     the rows that share their packed key with another row: the tie keys (and, when the packing
     is not exact, the primary) are read on those rows alone.
+
+    ``tied_pairs``, a list: (the sorted positions i whose packed key equals that of i + 1,
+    whether the packing is exact) is appended to it (every tied pair is among those positions,
+    and they are the tied pairs when it is exact), or None when the packing was not used (the
+    caller compares the rows itself).
     """
     def tie_keys(rows):
         # a tie key is one array, or a list of arrays (least significant first)
@@ -357,12 +363,18 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
 
     packed = _packed_key(q, primary, n_queries)
     if packed is None:
+        if tied_pairs is not None:
+            tied_pairs.append(None)
         return np.lexsort(tie_keys(None) + [primary, q])
     comp, exact = packed
     order = np.argsort(comp, kind="stable")
+    if tied_pairs is not None:
+        tied_pairs.append((np.zeros(0, np.int64), exact))
     if (ties or not exact) and order.size > 1:
         sorted_comp = comp[order]
         same = sorted_comp[1:] == sorted_comp[:-1]
+        if tied_pairs is not None:  # the tie check's pairs, from the comparison made here
+            tied_pairs[-1] = (np.flatnonzero(same), exact)
         if same.any():
             tied = np.zeros(order.size, bool)
             tied[1:] = same
@@ -472,7 +484,8 @@ def rank(
         ties = [key(doc, -1), key(gains(labels, order_by), 1 if tie_rule == "pessimistic_gain" else -1)]
     else:  # pragma: no cover - the vocabulary admits no other value
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
-    order = sort_order(q, primary, ties, n_queries)
+    tied_pairs: list | None = [] if tie_groups else None
+    order = sort_order(q, primary, ties, n_queries, tied_pairs)
     lab_s = labels[order]
     first = None
     if conv.duplicates == "set":  # a document counts at its highest-ranked listing only
@@ -502,8 +515,11 @@ def rank(
         extra["pooled"] = pooled[order]
     if first is not None:
         extra["first"] = first
-    found = (tiecheck.find(order, primary, pos, rel, lab_s, extra.get("pooled"), start)
-             if tie_groups else None)  # before lab_s becomes the gains and order p_first
+    found = None
+    if tie_groups:  # before lab_s becomes the gains and order p_first
+        found = tiecheck.find(order, primary, pos, lab_s, extra.get("pooled"), start, tied_pairs[0],
+                              conv.relevance_threshold,
+                              None if gain_shift is not None else lambda x: gains(x, conv))
     shift = None if gain_shift is None else gain_shift[q[order]]
     gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
     del lab_s, shift
@@ -517,7 +533,7 @@ def rank(
         c_row[listed[1:]] -= np.add.reduceat(rel, listed)[:-1]
         np.cumsum(c_row, out=c_row)
     if found is not None:
-        found.finish(gain, c_row)
+        found.finish(c_row)
 
     if tie_rule != "average":
         # Every row is its own tie group (n = 1, t = 0, r = rel): the general formulas below

@@ -33,76 +33,116 @@ caller evaluates under ``ties=unspecified`` (``statement.tied_queries``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 
-@dataclass
 class TieGroups:
-    """The tie groups of two rows or more of one ranking, before any depth cut."""
+    """The tie groups of two rows or more of one ranking, before any depth cut, from the
+    pairs of adjacent tied rows; what a measure asks (relevant counts, unequal gains) is
+    computed from the pairs' labels when first asked, once."""
 
-    q: np.ndarray  # per group: query index
-    first: np.ndarray  # per group: 1-based rank of its first row
-    size: np.ndarray  # per group: rows
-    rel: np.ndarray  # per group: relevant rows
-    label_varied: np.ndarray  # per group: unequal labels (NaN its own value) or pool states
-    gain_varied: np.ndarray | None = None  # per group: unequal gains (set by finish)
-    before: np.ndarray | None = None  # per group: relevant rows of its query ranked above it
-    _rows: np.ndarray | None = None  # sorted rows in tied groups
-    _begins: np.ndarray | None = None  # index in _rows of each group's first row
+    def __init__(self, pairs: np.ndarray, pos: np.ndarray, labels: np.ndarray,
+                 pooled: np.ndarray | None, start: np.ndarray, threshold: float, gain_of) -> None:
+        opens = np.ones(pairs.size, bool)  # a pair that does not continue the previous one's group
+        opens[1:] = pairs[1:] != pairs[:-1] + 1
+        self._opens = opens
+        self._group = np.cumsum(opens) - 1  # per pair: its group
+        self.first_row = pairs[opens]  # per group: its first sorted row
+        n = self.first_row.size
+        self.first = pos[self.first_row]  # per group: 1-based rank of its first row
+        self.size = np.bincount(self._group, minlength=n) + 1  # per group: rows
+        self._a, self._b = labels[pairs], labels[pairs + 1]  # each pair's two labels
+        self._pooled = None if pooled is None else pooled[pairs] != pooled[pairs + 1]
+        self._start, self._threshold, self._gain_of = start, threshold, gain_of
+        self.before: np.ndarray | None = None  # per group: relevant rows of its query above it
+        self._cache: dict[str, np.ndarray | None] = {}
 
-    def finish(self, gain: np.ndarray, relevant_before: np.ndarray) -> None:
-        """Gains and relevant-above counts, once the ranking has them (per sorted row)."""
-        if self._rows is None:
-            return
-        g = gain[self._rows]
-        self.gain_varied = np.minimum.reduceat(g, self._begins) != np.maximum.reduceat(g, self._begins)
-        self.before = relevant_before[self._rows[self._begins]]
-        self._rows = self._begins = None
+    def finish(self, relevant_before: np.ndarray) -> None:
+        """The relevant rows above each group, from the ranking's per-row count."""
+        self.before = relevant_before[self.first_row]
+
+    def _once(self, name: str, make):
+        if name not in self._cache:
+            self._cache[name] = make()
+        return self._cache[name]
+
+    def _any(self, flags: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.first_row.size, bool)
+        out[self._group[flags]] = True
+        return out
+
+    def per_query(self, hit: np.ndarray) -> np.ndarray:
+        """Per query: whether some group in ``hit`` (a mask over groups) is one of its own."""
+        # each query's groups are a range of them (groups are in row order, queries too)
+        bounds = self._once("bounds", lambda: np.searchsorted(
+            self.first_row, np.append(self._start, np.iinfo(np.int64).max)))
+        counts = np.zeros(hit.size + 1, np.int64)
+        np.cumsum(hit, out=counts[1:])
+        return counts[bounds[1:]] > counts[bounds[:-1]]
+
+    def rel(self) -> np.ndarray:
+        """Per group: its relevant rows (a label of at least the threshold; NaN never is)."""
+        def make():
+            with np.errstate(invalid="ignore"):
+                rel_a, rel_b = self._a >= self._threshold, self._b >= self._threshold
+            closes = np.ones(rel_a.size, bool)  # the last pair of each group: its second row
+            closes[:-1] = self._opens[1:]
+            return np.bincount(self._group, weights=rel_a, minlength=self.first_row.size) + rel_b[closes]
+        return self._once("rel", make)
+
+    def mixed(self) -> np.ndarray:
+        """Per group: it holds relevant and non-relevant rows."""
+        return self._once("mixed", lambda: (self.rel() > 0) & (self.rel() < self.size))
+
+    def label_varied(self) -> np.ndarray:
+        """Per group: unequal labels (NaN a value of its own) or pool states."""
+        def make():
+            a, b = self._a, self._b
+            differ = (a != b) & ~(np.isnan(a) & np.isnan(b))
+            if self._pooled is not None:
+                differ |= self._pooled
+            return self._any(differ)
+        return self._once("label_varied", make)
+
+    def gain_varied(self) -> np.ndarray | None:
+        """Per group: unequal gains; None when no gain function was given."""
+        if self._gain_of is None:
+            return None
+        return self._once("gain_varied", lambda: self._any(self._gain_of(self._a) != self._gain_of(self._b)))
 
 
-def _empty() -> TieGroups:
-    z = np.zeros(0, np.int64)
-    return TieGroups(z, z, z, z, np.zeros(0, bool), np.zeros(0, bool), z)
-
-
-def find(order: np.ndarray, primary: np.ndarray, pos: np.ndarray, rel: np.ndarray,
-         labels: np.ndarray, pooled: np.ndarray | None, start: np.ndarray) -> TieGroups:
+def find(order: np.ndarray, primary: np.ndarray, pos: np.ndarray, labels: np.ndarray,
+         pooled: np.ndarray | None, start: np.ndarray, candidates: tuple | None,
+         threshold: float, gain_of=None) -> TieGroups:
     """The tie groups of the ranking ``order`` (rows sorted by query then ``primary``): ``pos``,
-    ``rel``, ``labels``, ``pooled`` per sorted row, ``start`` per query its first sorted row."""
-    rows = order.size
-    if rows < 2:
-        return _empty()
-    ps = primary[order]
-    same = ps[1:] == ps[:-1]  # each sorted row ties with the one before it
-    nan = np.isnan(ps)
-    if nan.any():  # NaN keys sort together, and the tie keys order them
-        same |= nan[1:] & nan[:-1]
-    del ps, nan
-    same &= pos[1:] != 1  # never across queries
-    if not same.any():
-        return _empty()
-    tied = np.zeros(rows, bool)
-    tied[1:] = same
-    tied[:-1] |= same
-    at = np.flatnonzero(tied)
-    del tied
-    begins = np.ones(at.size, bool)
-    inner = at > 0
-    begins[inner] = ~same[at[inner] - 1]
-    b = np.flatnonzero(begins)
-    first_rows = at[b]
-    size = np.diff(np.append(b, at.size))
-    r = np.add.reduceat(rel[at], b)
-    lab = labels[at]
-    key = np.where(np.isnan(lab), -np.inf, lab)
-    varied = np.minimum.reduceat(key, b) != np.maximum.reduceat(key, b)
-    if pooled is not None:
-        p = pooled[at].astype(np.int8)
-        varied |= np.minimum.reduceat(p, b) != np.maximum.reduceat(p, b)
-    q = np.searchsorted(start, first_rows, side="right") - 1
-    return TieGroups(q, pos[first_rows], size, r, varied, _rows=at, _begins=b)
+    ``labels``, ``pooled`` per sorted row, ``start`` per query its first sorted row;
+    relevant: a label of at least ``threshold``; ``gain_of``: labels -> gains (None: gains not
+    compared).
+
+    ``candidates``: (the sorted positions i that may tie with i + 1, whether they are exactly
+    the tied pairs): ``ranking.sort_order``'s, from the comparison of packed keys it makes
+    anyway; None: every row is compared with the next. Past that, only the pairs of adjacent
+    tied rows (a few percent of a run) are read, once each."""
+    if order.size < 2:
+        pairs = np.zeros(0, np.int64)
+    elif candidates is not None:
+        pairs, exact = candidates
+        if not exact:
+            a, b = primary[order[pairs]], primary[order[pairs + 1]]
+            pairs = pairs[((a == b) | (np.isnan(a) & np.isnan(b))) & (pos[pairs + 1] != 1)]
+    else:
+        ps = primary[order]
+        same = ps[1:] == ps[:-1]  # each sorted row ties with the next one
+        if np.isnan(ps).any():  # NaN keys sort together, and the tie keys order them
+            nan = np.isnan(ps)
+            same |= nan[1:] & nan[:-1]
+            del nan
+        del ps
+        same &= pos[1:] != 1  # never across queries
+        pairs = np.flatnonzero(same)
+        del same
+    return TieGroups(pairs, pos, labels, pooled, start, threshold, gain_of)
 
 
 POSITIONAL_GAIN = ("nDCG", "DCG")
@@ -137,35 +177,31 @@ def changed(m, conv, ranked, empty: np.ndarray, shifted: bool = False) -> np.nda
     tg = ranked.ties
     if tg is None or m.family == "Hole":  # Hole orders ties by another key (annotated or not)
         return None
+    shifted = shifted or tg._gain_of is None  # gains not compared: no rule reads them
     out = np.zeros(ranked.n_queries, bool)
-    if tg.q.size == 0:
+    if tg.first.size == 0:
         return out
     depth = conv.depth
     if not _rules_apply(m, conv, shifted):
         reach = np.inf if depth is None else depth
-        if (tg.label_varied & (tg.first <= reach)).any():
+        if (tg.label_varied() & (tg.first <= reach)).any():
             return None
         return out
     fam = m.family
-    mixed = (tg.rel > 0) & (tg.rel < tg.size)
     if fam in POSITIONAL_GAIN or fam == "AP" or fam == "RR":
         k = m.cutoff if (fam != "RR" or conv.rr_cutoff == "honour") else None
         reach = _min(k, depth)
-        within = np.ones(tg.q.size, bool) if reach is None else tg.first <= reach
-        if fam in POSITIONAL_GAIN:
-            hit = tg.gain_varied & within
-        elif fam == "AP":
-            hit = mixed & within
-        else:
-            hit = mixed & within & (tg.before == 0)
+        hit = tg.gain_varied() if fam in POSITIONAL_GAIN else tg.mixed()
+        if reach is not None:
+            hit = hit & (tg.first <= reach)
+        if fam == "RR":
+            hit = hit & (tg.before == 0)
     else:
         cut = _min(m.cutoff, depth)
         if cut is None:  # the whole list counts: no order moves a document out of it
             return out
         inside = cut - tg.first + 1  # the group's rows inside the cut
-        hit = mixed & (inside > 0) & (inside < tg.size)
+        hit = tg.mixed() & (inside > 0) & (inside < tg.size)
         if fam == "Success":  # a relevant row inside the cut at both ends, or at neither
-            hit &= (tg.before == 0) & (inside <= tg.size - tg.rel)
-    out[tg.q[hit]] = True
-    out &= ~empty
-    return out
+            hit &= (tg.before == 0) & (inside <= tg.size - tg.rel())
+    return tg.per_query(hit) & ~empty
