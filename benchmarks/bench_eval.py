@@ -155,7 +155,7 @@ def _worker(tool: str, qrels_path: str, run_path: str, values_path: str) -> dict
             got.setdefault(str(r.measure), {})[r.query_id] = r.value
         t3 = time.perf_counter()
         qids = sorted(got[str(ms[0])])
-        _save(values_path, qids, {m: [got[str(x)].get(q, np.nan) for q in qids] for m, x in zip(MEASURES, ms)})
+        _save(values_path, qids, {m: [got[str(x)].get(q, float("nan")) for q in qids] for m, x in zip(MEASURES, ms)})
     elif tool in ("ranx", "ranx-warm"):
         from ranx import Qrels, Run, evaluate
 
