@@ -148,6 +148,23 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
     else:
         read_qrels = cio.load_qrels(qrels, **how)
         read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
+    return _joined(read_qrels, read_run, duplicates)
+
+
+def join(read_qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
+         limits: Any = None) -> Inputs:
+    """``run`` read (as :func:`read` reads it) and joined with qrels already read
+    (``conformance.io.Qrels``): many runs against one qrels read once (``api.Evaluator``)."""
+    from conformance import io as cio
+
+    read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, columns=columns, limits=limits)
+    return _joined(read_qrels, read_run, duplicates)
+
+
+def _joined(read_qrels: Any, read_run: Any, duplicates: str) -> Inputs:
+    from conformance import io as cio
+    from conformance.reference.prepare import Prepared
+
     prep = Prepared(read_qrels, read_run)
     if read_run.distinct_pairs is None:
         if prep.joined_by_words:
