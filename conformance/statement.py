@@ -15,7 +15,8 @@ Ties: the number of queries whose value differs between the best and the worst o
 tied documents (``ties=unspecified``'s range), with C's other axes. When it is not zero, the
 sentence ends with it and :attr:`Statement.tie_warning` holds the warning ``eval`` prints.
 
-Cost: one evaluation per alternative (about 40 for nDCG); made only when asked for.
+Cost: one evaluation per alternative (about 40 for nDCG); made only when asked for. The tied
+queries come from the evaluation's own tie check when it made one (``tied_queries``).
 """
 
 from __future__ import annotations
@@ -122,10 +123,14 @@ def statement(result, m: Measure, profile_name: str) -> Statement:
             changing[axis] = format_value(current)
         else:
             unchanged.append(axis)
-    ranged = evaluate(prep, None, [m], conv.replace(ties="unspecified"))
-    keep = ranged.counted[m]
-    lo, hi = ranged.per_query[m][keep], ranged.upper[m][keep]
-    tied = int(np.sum(~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))))
+    own = result.evaluations[m]
+    if own.tie_changed.get(m) is not None:  # the evaluation's own tie check decided it
+        keep = own.counted[m]
+        tied = int(np.count_nonzero(own.tie_changed[m][keep]))
+    else:
+        ranged = evaluate(prep, None, [m], conv.replace(ties="unspecified"))
+        keep = ranged.counted[m]
+        tied = _differ(ranged.per_query[m][keep], ranged.upper[m][keep])
     phrases = [AXES[a].phrase(getattr(conv, a)) for a in changing]
     return Statement(m.text, _tool(profile_name), changing, unchanged, tied, int(keep.sum()), phrases)
 
