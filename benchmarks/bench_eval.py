@@ -6,10 +6,13 @@ memory (the child's ``ru_maxrss``, read with ``os.wait4``) is its own:
 
 - ``conformance``: ``conformance.io.load_qrels`` / ``load_run`` + ``conformance.reference.evaluate``
   under the ``trec_eval`` profile (float32 scores, as pytrec_eval);
-- ``conformance eval``: the command line, ``--profile trec_eval --format json --quiet``, timed
-  as a whole process (interpreter start and imports included);
+- ``conformance eval``: the command line as a user runs it, ``--profile trec_eval --format
+  json`` with the default flags (the row counts and the tie warnings on stderr, not
+  ``--quiet``), timed as a whole process (interpreter start and imports included);
 - ``pytrec_eval``: ``pytrec_eval.parse_qrel`` / ``parse_run`` on the open files +
   ``RelevanceEvaluator(qrels, {ndcg_cut.10, ndcg, map, recip_rank, P.10, recall.100}).evaluate``;
+- ``ir_measures``: ``read_trec_qrels`` / ``read_trec_run`` + ``iter_calc`` (nDCG@10, nDCG, AP,
+  RR, P@10, R@100; ir_measures hands these to pytrec_eval);
 - ``ranx``: ``Qrels.from_file`` / ``Run.from_file`` + ``evaluate`` (ndcg@10, ndcg, map, mrr,
   precision@10, recall@100; numba threads = all cores). A separate process first makes one
   small call, which warms numba's on-disk cache; its time is reported as the warm time. ranx
@@ -18,8 +21,12 @@ memory (the child's ``ru_maxrss``, read with ``os.wait4``) is its own:
   includes the compilation a user pays once per process.
 
 "parse+eval" is timed inside the child around the library calls (imports excluded); "process"
-is the child's whole wall time, as a user running a script would see it. Each tool runs
-``--repeat`` times, interleaved; the table shows the fastest run and the largest peak.
+is the child's whole wall time, as a user running a script would see it. Each round runs
+every tool once, the order reversed every other round (so ``conformance eval`` and
+pytrec_eval alternate as pairs); ``--repeat`` rounds. The table gives min / median / max of
+the process time and the peak, and the median over the rounds of pytrec_eval's time divided
+by the tool's in the same round: on a machine shared with other jobs, that ratio of
+alternating pairs is the number to quote, not a single time.
 
 Values are checked after the timed runs: conformance (trec_eval profile) against pytrec_eval
 query by query, to 1e-6, every mismatch printed; against ranx, the largest difference, and
@@ -49,11 +56,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import generate  # noqa: E402  (benchmarks/ is not a package)
+# numpy and generate (pyarrow) are imported by the parent only (main): a child imports what its
+# tool needs and nothing more, so that its peak memory is the tool's own (pytrec_eval's child
+# would otherwise carry numpy's and pyarrow's ~40 MB)
+np = generate = None
 
 MEASURES = ["nDCG@10", "nDCG", "AP", "RR", "P@10", "R@100"]
 PYTREC = {"nDCG@10": "ndcg_cut_10", "nDCG": "ndcg", "AP": "map", "RR": "recip_rank",
@@ -61,7 +69,9 @@ PYTREC = {"nDCG@10": "ndcg_cut_10", "nDCG": "ndcg", "AP": "map", "RR": "recip_ra
 PYTREC_REQUEST = {"ndcg_cut.10", "ndcg", "map", "recip_rank", "P.10", "recall.100"}
 RANX = {"nDCG@10": "ndcg@10", "nDCG": "ndcg", "AP": "map", "RR": "mrr", "P@10": "precision@10",
         "R@100": "recall@100"}
-TOOLS = ["conformance", "conformance eval", "pytrec_eval", "ranx"]
+TOOLS = ["conformance eval", "pytrec_eval", "conformance", "ir_measures", "ranx"]
+IR_MEASURES = {"nDCG@10": "nDCG@10", "nDCG": "nDCG", "AP": "AP", "RR": "RR", "P@10": "P@10",
+               "R@100": "R@100"}
 TOLERANCE = 1e-6
 
 
@@ -69,9 +79,15 @@ TOLERANCE = 1e-6
 # Children: each times its own work and writes per-query values (after timing) to --values
 
 
-def _save(path: str, qids, values: dict[str, np.ndarray], **extra) -> None:
-    np.savez(path, qids=np.asarray(qids, dtype=str), **{m: np.asarray(v, np.float64) for m, v in values.items()},
-             **{k: np.asarray(v) for k, v in extra.items()})
+def _save(path: str, qids, values: dict, **extra) -> None:
+    def plain(v):
+        return [float(x) for x in (v.tolist() if hasattr(v, "tolist") else v)]
+
+    doc = {"qids": [str(q) for q in (qids.tolist() if hasattr(qids, "tolist") else qids)]}
+    doc.update({m: plain(v) for m, v in values.items()})
+    doc.update({k: plain(v) for k, v in extra.items()})
+    with open(path, "w") as f:
+        json.dump(doc, f)
 
 
 def _worker(tool: str, qrels_path: str, run_path: str, values_path: str) -> dict:
@@ -125,6 +141,21 @@ def _worker(tool: str, qrels_path: str, run_path: str, values_path: str) -> dict
         t3 = time.perf_counter()
         qids = sorted(res)
         _save(values_path, qids, {m: [res[q][PYTREC[m]] for q in qids] for m in MEASURES})
+    elif tool == "ir_measures":
+        import ir_measures
+
+        ms = [ir_measures.parse_measure(IR_MEASURES[m]) for m in MEASURES]
+        t1 = time.perf_counter()
+        base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        qrels = list(ir_measures.read_trec_qrels(qrels_path))
+        run = list(ir_measures.read_trec_run(run_path))
+        t2 = time.perf_counter()
+        got: dict = {}
+        for r in ir_measures.iter_calc(ms, qrels, run):
+            got.setdefault(str(r.measure), {})[r.query_id] = r.value
+        t3 = time.perf_counter()
+        qids = sorted(got[str(ms[0])])
+        _save(values_path, qids, {m: [got[str(x)].get(q, float("nan")) for q in qids] for m, x in zip(MEASURES, ms)})
     elif tool in ("ranx", "ranx-warm"):
         from ranx import Qrels, Run, evaluate
 
@@ -189,11 +220,12 @@ def _cli_command() -> list[str]:
 
 
 def measure(tool: str, qrels: Path, run: Path, work: Path) -> dict:
-    values = str(work / f"{tool.replace(' ', '_')}.npz")
+    values = str(work / f"{tool.replace(' ', '_')}.json")
     stdout = str(work / f"{tool.replace(' ', '_')}.out")
     if tool == "conformance eval":
+        # the default command: row counts and the tie warnings on stderr (not --quiet)
         cmd = _cli_command() + ["eval", "--qrels", str(qrels), "--run", str(run), "--metrics",
-                                ",".join(MEASURES), "--profile", "trec_eval", "--format", "json", "--quiet"]
+                                ",".join(MEASURES), "--profile", "trec_eval", "--format", "json"]
         res = _child(cmd, stdout)
         res["means"] = _cli_means(json.loads(Path(stdout).read_text()))
         return res
@@ -216,9 +248,10 @@ def _cli_means(doc: dict) -> dict[str, float]:
 # Checking values
 
 
-def _load(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    z = np.load(path)
-    return z["qids"], {k: z[k] for k in z.files if k != "qids"}
+def _load(path: str):
+    with open(path) as f:
+        z = json.load(f)
+    return np.asarray(z.pop("qids"), dtype=str), {k: np.asarray(v, np.float64) for k, v in z.items()}
 
 
 def _aligned(a_path: str, b_path: str):
@@ -228,11 +261,11 @@ def _aligned(a_path: str, b_path: str):
     return common, qa, qb, {k: v[ia] for k, v in va.items()}, {k: v[ib] for k, v in vb.items()}
 
 
-def check_pytrec(conf: str, pytrec: str) -> list[str]:
+def check_pytrec(conf: str, pytrec: str, name: str = "pytrec_eval") -> list[str]:
     q, qa, qb, a, b = _aligned(conf, pytrec)
     lines = []
     if q.size != qa.size or q.size != qb.size:
-        lines.append(f"  MISMATCH query sets: conformance {qa.size}, pytrec_eval {qb.size}, common {q.size}")
+        lines.append(f"  MISMATCH query sets: conformance {qa.size}, {name} {qb.size}, common {q.size}")
     total = 0
     for m in MEASURES:
         d = np.abs(a[m] - b[m])
@@ -241,9 +274,9 @@ def check_pytrec(conf: str, pytrec: str) -> list[str]:
         status = "ok" if not bad.size else f"MISMATCH in {bad.size} queries"
         lines.append(f"  {m:<8} max |diff| {d.max(initial=0):.2e} over {q.size} queries: {status}")
         for i in bad[:5]:
-            lines.append(f"      {q[i]}: conformance {a[m][i]!r}, pytrec_eval {b[m][i]!r}")
+            lines.append(f"      {q[i]}: conformance {a[m][i]!r}, {name} {b[m][i]!r}")
     verdict = f"{total} MISMATCHES" if total else "all agree"
-    return [f"conformance (trec_eval profile) vs pytrec_eval, per query, tolerance 1e-6: {verdict}"] + lines
+    return [f"conformance (trec_eval profile) vs {name}, per query, tolerance 1e-6: {verdict}"] + lines
 
 
 def check_ranx(conf: str, ranx: str, conf_ranx_profile: str | None) -> list[str]:
@@ -290,7 +323,7 @@ def run_size(name: str, tools: list[str], repeat: int, ranx_repeat: int, work: P
         log(f"ranx numba warm-up (separate process, tiny input): evaluate {warm['eval_s']:.2f} s, "
             f"imports {warm['imports_s']:.2f} s")
     for r in range(max(repeat, ranx_repeat)):
-        for tool in tools:
+        for tool in (tools if r % 2 == 0 else tools[::-1]):  # pairs alternate
             if r >= (ranx_repeat if tool == "ranx" else repeat):
                 continue
             sub = work / f"{name}-{r}"
@@ -303,12 +336,24 @@ def run_size(name: str, tools: list[str], repeat: int, ranx_repeat: int, work: P
                 f"cpu {res['cpu_s']:.2f} s  peak {res['peak_mb']:.0f} MB{jit}")
     best = {}
     for tool, rs in results.items():
+        if not rs:
+            continue
         pick = min(rs, key=lambda x: x.get("parse_eval_s", x["process_s"]))
         best[tool] = dict(pick, peak_mb=max(x["peak_mb"] for x in rs),
                           process_s=min(x["process_s"] for x in rs), cpu_s=min(x["cpu_s"] for x in rs))
+        walls = [x["process_s"] for x in rs]
+        peaks = [x["peak_mb"] for x in rs]
+        best[tool]["spread"] = {"process_s": [min(walls), float(np.median(walls)), max(walls)],
+                                "peak_mb": [min(peaks), float(np.median(peaks)), max(peaks)]}
+        ref = results.get("pytrec_eval") or []
+        pairs = [p["process_s"] / x["process_s"] for p, x in zip(ref, rs)]
+        if pairs:  # pytrec_eval's time over the tool's, round by round
+            best[tool]["pair_ratio"] = [min(pairs), float(np.median(pairs)), max(pairs)]
     checks: list[str] = []
     if "conformance" in best and "pytrec_eval" in best:
         checks += check_pytrec(best["conformance"]["values"], best["pytrec_eval"]["values"])
+    if "conformance" in best and "ir_measures" in best:
+        checks += check_pytrec(best["conformance"]["values"], best["ir_measures"]["values"], "ir_measures")
     if "conformance" in best and "ranx" in best:
         chk = measure("conformance-check", qrels, run, work)
         checks += check_ranx(best["conformance"]["values"], best["ranx"]["values"], chk["values"])
@@ -360,15 +405,44 @@ def table(size: dict) -> list[str]:
     return out + [f"- {n}" for n in notes]
 
 
+def spread_table(size: dict) -> list[str]:
+    """min / median / max per tool, and the ratio of alternating pairs (pytrec_eval / tool)."""
+    out = [f"{size['name']} ({size['rows']:,} rows), {len(next(iter(size['runs'].values())))} rounds",
+           "| tool | process s min / median / max | peak MB min / median / max | pytrec_eval / tool, per round: min / median / max |",
+           "|---|---:|---:|---:|"]
+    for tool in TOOLS:
+        b = size["best"].get(tool)
+        if not b:
+            continue
+        w, pk = b["spread"]["process_s"], b["spread"]["peak_mb"]
+        pr = b.get("pair_ratio")
+        ratio = "1 (baseline)" if tool == "pytrec_eval" else (
+            f"{pr[0]:.2f} / **{pr[1]:.2f}x** / {pr[2]:.2f}" if pr else "-")
+        out.append(f"| {tool} | {w[0]:.2f} / {w[1]:.2f} / {w[2]:.2f} | {pk[0]:.0f} / {pk[1]:.0f} / {pk[2]:.0f} | {ratio} |")
+    return out
+
+
 def scaling(sizes: list[dict]) -> list[str]:
-    out = ["| size | rows | conformance parse+eval s | ns per row | conformance eval (CLI) process s | ns per row | pytrec_eval parse+eval s | ns per row |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    """Median process time and peak per size, per row, and the growth from the previous size
+    (time ratio / row ratio: 1.0 is linear)."""
+    shown = [t for t in ("conformance eval", "pytrec_eval", "ir_measures", "ranx")
+             if any(t in s["best"] for s in sizes)]
+    out = ["| size | rows | " + " | ".join(f"{t} median s | ns per row | peak MB | growth" for t in shown) + " |",
+           "|---|---:|" + "---:|---:|---:|---:|" * len(shown)]
+    prev: dict = {}
     for s in sizes:
-        b = s["best"]
         cells = []
-        for tool, key in (("conformance", "parse_eval_s"), ("conformance eval", "process_s"), ("pytrec_eval", "parse_eval_s")):
-            t = b.get(tool, {}).get(key)
-            cells += [_fmt(t), _fmt(t / s["rows"] * 1e9 if t else None, ".0f")]
+        for tool in shown:
+            b = s["best"].get(tool)
+            if not b:
+                cells += ["-"] * 4
+                continue
+            t, peak = b["spread"]["process_s"][1], b["peak_mb"]
+            grow = "-"
+            if tool in prev:
+                grow = f"{(t / prev[tool][0]) / (s['rows'] / prev[tool][1]):.2f}"
+            prev[tool] = (t, s["rows"])
+            cells += [f"{t:.2f}", f"{t / s['rows'] * 1e9:.0f}", f"{peak:.0f}", grow]
         out.append(f"| {s['name']} | {s['rows']:,} | " + " | ".join(cells) + " |")
     return out
 
@@ -380,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-ranx", nargs="?", const="large", default="",
                    help="sizes to run without ranx (given alone: large)")
     p.add_argument("--skip-pytrec-eval", default="", metavar="SIZES", help="sizes to run without pytrec_eval")
-    p.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the fastest is shown [3]")
+    p.add_argument("--repeat", type=int, default=5, help="rounds per size (every tool once a round) [5]")
     p.add_argument("--ranx-repeat", type=int, default=1, help="runs of ranx per size (it is slow) [1]")
     p.add_argument("--json", type=Path, help="also write every measurement to this JSON file")
     # child mode
@@ -392,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(_worker(args.worker, args.qrels, args.run, args.values)))
         return 0
+    global np, generate
+    import generate
+    import numpy as np
 
     sizes = [s for s in args.sizes.split(",") if s]
     tools = [t for t in args.tools.split(",") if t]
@@ -412,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{started:%Y-%m-%d %H:%M %Z}; {platform.node()}; {os.cpu_count()} cores; Python {platform.python_version()}; "
         f"load average before: {load0[0]:.2f}")
     versions = _versions()
-    log("; ".join(f"{k} {v}" for k, v in versions.items()))
+    log("; ".join(f"{k} {v}" for k, v in versions.items()) + f"; commit {_commit()}")
     log(_compile_bytecode())
     done = []
     with tempfile.TemporaryDirectory(prefix="bench_eval-") as tmp:
@@ -421,13 +498,17 @@ def main(argv: list[str] | None = None) -> int:
                    and not (t == "pytrec_eval" and s in skip_pytrec)]
             done.append(run_size(s, use, args.repeat, args.ranx_repeat, Path(tmp), log))
     load1 = os.getloadavg()
-    log(f"\nload average after: {load1[0]:.2f} (cores: {os.cpu_count()}); fastest of {args.repeat} runs "
-        f"({args.ranx_repeat} for ranx), largest peak")
+    log(f"\nload average after: {load1[0]:.2f} (cores: {os.cpu_count()}); commit {_commit()}")
+    for s in done:
+        log("")
+        for line in spread_table(s):
+            log(line)
+    log(f"\nFastest of {args.repeat} runs ({args.ranx_repeat} for ranx), largest peak:")
     for s in done:
         log("")
         for line in table(s):
             log(line)
-    log("\nScaling (fastest run per size):")
+    log("\nScaling (median process time per size; growth: time ratio over row ratio from the size before, 1.00 = linear):")
     for line in scaling(done):
         log(line)
     if args.json:
@@ -441,6 +522,18 @@ def main(argv: list[str] | None = None) -> int:
                                          "versions": versions, "command": " ".join(sys.argv), "sizes": done},
                                         indent=1, default=float))
     return 0
+
+
+def _commit() -> str:
+    """The commit measured (with ``+changes`` when the work tree differs from it)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" +changes" if dirty else "")
 
 
 def _compile_bytecode() -> str:
@@ -466,7 +559,7 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("conformance", "numpy", "pyarrow", "pytrec-eval-terrier", "ranx", "numba"):
+    for pkg in ("conformance", "numpy", "pyarrow", "pytrec-eval-terrier", "ir-measures", "ranx", "numba"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -23,6 +23,7 @@ _PUBLIC = {
     "InputError": "conformance.errors",
     "evaluate": "conformance.api",
     "Evaluated": "conformance.api",
+    "Evaluator": "conformance.api",
     "profile": "conformance.api",
     "entries": "conformance.api",
     "compare": "conformance.api",

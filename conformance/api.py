@@ -6,6 +6,7 @@ input is validated once, here at the boundary; what is wrong is one
 :class:`~conformance.errors.ConformanceError` naming where and what.
 
 - :func:`evaluate`: measures under a named profile, with any axis overridden;
+- :class:`Evaluator`: the same for many runs against one qrels, read once (a training loop);
 - :func:`profile`, :func:`entries`: the conventions of every library entry, per measure;
 - :func:`compare`: the library entries beside the reference, every disagreement explained
   (what ``conformance run`` reports);
@@ -204,6 +205,45 @@ def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Meas
         raise ConformanceError(f"engine {engine!r}: expected 'local' or 'spark'")
     return Evaluated(pipeline.evaluate(qrels, run, ms, profile, overrides, columns=columns,
                                        limits=limits))
+
+
+class Evaluator:
+    """Measures of many runs against one qrels: the qrels read and validated, the measures
+    parsed and their conventions resolved once, here; each :meth:`evaluate` reads one run and
+    gives what :func:`evaluate` gives for it (pytrec_eval's ``RelevanceEvaluator``, for a
+    training loop that evaluates every epoch).
+
+    >>> import conformance
+    >>> ev = conformance.Evaluator({"q1": {"a": 1, "b": 0}}, "P@1,RR", profile="trec_eval")
+    >>> ev.evaluate({"q1": {"a": 2.0, "b": 1.0}}).mean
+    {'P@1': 1.0, 'RR': 1.0}
+    >>> ev.evaluate({"q1": {"a": 1.0, "b": 2.0}}).mean
+    {'P@1': 0.0, 'RR': 0.5}
+
+    ``profile``, ``columns``, ``limits`` and the axis ``overrides`` are :func:`evaluate`'s.
+    """
+
+    def __init__(self, qrels: Any, measures: str | Measure | Sequence[str | Measure],
+                 profile: str | Conventions = "trec_eval", *, columns: Mapping[str, str] | None = None,
+                 limits: Any = None, **overrides: Any) -> None:
+        from conformance import io as cio
+        from conformance import pipeline
+
+        self.measures = list({(m, m.text): m for m in _measures(measures)}.values())
+        if not self.measures:
+            raise ConformanceError("no measure given")
+        self.profile = profile
+        self._convs = pipeline.conventions_for(profile, self.measures, overrides)
+        self._duplicates = pipeline.one_duplicates_rule(self._convs)
+        self._how = {"columns": columns, "limits": limits}
+        self.qrels = cio.load_qrels(qrels, **self._how)
+
+    def evaluate(self, run: Any) -> Evaluated:
+        """The measures of ``run`` (anything :func:`evaluate` takes) against the qrels."""
+        from conformance import pipeline
+
+        inputs = pipeline.join(self.qrels, run, self._duplicates, **self._how)
+        return Evaluated(pipeline.evaluate_inputs(inputs, self.measures, self._convs))
 
 
 def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | Measure] | None = None,

@@ -148,6 +148,23 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
     else:
         read_qrels = cio.load_qrels(qrels, **how)
         read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
+    return _joined(read_qrels, read_run, duplicates)
+
+
+def join(read_qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
+         limits: Any = None) -> Inputs:
+    """``run`` read (as :func:`read` reads it) and joined with qrels already read
+    (``conformance.io.Qrels``): many runs against one qrels read once (``api.Evaluator``)."""
+    from conformance import io as cio
+
+    read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, columns=columns, limits=limits)
+    return _joined(read_qrels, read_run, duplicates)
+
+
+def _joined(read_qrels: Any, read_run: Any, duplicates: str) -> Inputs:
+    from conformance import io as cio
+    from conformance.reference.prepare import Prepared
+
     prep = Prepared(read_qrels, read_run)
     if read_run.distinct_pairs is None:
         if prep.joined_by_words:
@@ -235,9 +252,10 @@ class Result:
 
 
 def evaluate_inputs(inputs: Inputs, measures: Sequence[Measure],
-                    convs: Mapping[Measure, Conventions]) -> Result:
+                    convs: Mapping[Measure, Conventions], tie_check: bool = False) -> Result:
     """Evaluate every measure of ``measures`` under ``convs[m]``, one reference call per
-    distinct convention set."""
+    distinct convention set; ``tie_check``: each also says which queries the order of tied
+    documents changes (``Evaluation.tie_changed``, read by ``statement.tied_queries``)."""
     from conformance.reference import evaluate
 
     measures = list(measures)
@@ -248,7 +266,7 @@ def evaluate_inputs(inputs: Inputs, measures: Sequence[Measure],
             group.append(m)
     evaluations = {}
     for conv, group in groups.items():
-        ev = evaluate(inputs.prep, None, group, conv)
+        ev = evaluate(inputs.prep, None, group, conv, tie_check=tie_check)
         for m in group:
             evaluations[m] = ev
     first = convs[measures[0]] if measures else Conventions()
@@ -261,9 +279,9 @@ def evaluate_inputs(inputs: Inputs, measures: Sequence[Measure],
 
 def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | Conventions = "trec_eval",
              overrides: Mapping[str, Any] | None = None, *, columns: Mapping[str, str] | None = None,
-             limits: Any = None) -> Result:
+             limits: Any = None, tie_check: bool = False) -> Result:
     """Read both inputs and evaluate ``measures`` under ``profile`` with ``overrides``: the
-    whole pipeline (see the module docstring)."""
+    whole pipeline (see the module docstring); ``tie_check`` as in :func:`evaluate_inputs`."""
     convs = conventions_for(profile, measures, overrides)
     inputs = read(qrels, run, one_duplicates_rule(convs), columns=columns, limits=limits)
-    return evaluate_inputs(inputs, measures, convs)
+    return evaluate_inputs(inputs, measures, convs, tie_check)

@@ -15,7 +15,8 @@ Ties: the number of queries whose value differs between the best and the worst o
 tied documents (``ties=unspecified``'s range), with C's other axes. When it is not zero, the
 sentence ends with it and :attr:`Statement.tie_warning` holds the warning ``eval`` prints.
 
-Cost: one evaluation per alternative (about 40 for nDCG); made only when asked for.
+Cost: one evaluation per alternative (about 40 for nDCG); made only when asked for. The tied
+queries come from the evaluation's own tie check when it made one (``tied_queries``).
 """
 
 from __future__ import annotations
@@ -122,10 +123,14 @@ def statement(result, m: Measure, profile_name: str) -> Statement:
             changing[axis] = format_value(current)
         else:
             unchanged.append(axis)
-    ranged = evaluate(prep, None, [m], conv.replace(ties="unspecified"))
-    keep = ranged.counted[m]
-    lo, hi = ranged.per_query[m][keep], ranged.upper[m][keep]
-    tied = int(np.sum(~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))))
+    own = result.evaluations[m]
+    if own.tie_changed.get(m) is not None:  # the evaluation's own tie check decided it
+        keep = own.counted[m]
+        tied = int(np.count_nonzero(own.tie_changed[m][keep]))
+    else:
+        ranged = evaluate(prep, None, [m], conv.replace(ties="unspecified"))
+        keep = ranged.counted[m]
+        tied = _differ(ranged.per_query[m][keep], ranged.upper[m][keep])
     phrases = [AXES[a].phrase(getattr(conv, a)) for a in changing]
     return Statement(m.text, _tool(profile_name), changing, unchanged, tied, int(keep.sum()), phrases)
 
@@ -135,17 +140,35 @@ def statements(result, profile_name: str) -> list[Statement]:
 
 
 def tied_queries(result) -> dict[Measure, int]:
-    """Per measure, the queries whose value the order of their tied documents changes (the
-    best and worst orders differ), with every other axis as evaluated: one evaluation per
-    distinct convention set, as the evaluation itself."""
+    """Per measure, the counted queries whose value the order of their tied documents changes
+    (the best and worst orders differ), with every other axis as evaluated.
+
+    From the evaluation itself when it was made with ``tie_check`` (``reference.tiecheck``:
+    one pass over the tie groups of the ranking already made); a measure the check cannot
+    decide, or a result evaluated without it, is evaluated again under ``ties=unspecified``
+    (one evaluation per distinct convention set)."""
     from conformance.pipeline import evaluate_inputs
 
-    convs = {m: result.conventions[m].replace(ties="unspecified") for m in result.measures}
-    ranged = evaluate_inputs(result.inputs, result.measures, convs)
-    out = {}
+    out: dict[Measure, int] = {}
+    again = []
     for m in result.measures:
-        ev = ranged.evaluations[m]
+        ev = result.evaluations[m]
         keep = ev.counted[m]
-        lo, hi = ev.per_query[m][keep], ev.upper[m][keep]
-        out[m] = int(np.sum(~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))))
-    return out
+        if result.ranged(m):
+            out[m] = _differ(ev.per_query[m][keep], ev.upper[m][keep])
+        elif ev.tie_changed.get(m) is not None:
+            out[m] = int(np.count_nonzero(ev.tie_changed[m][keep]))
+        else:
+            again.append(m)
+    if again:
+        convs = {m: result.conventions[m].replace(ties="unspecified") for m in again}
+        ranged = evaluate_inputs(result.inputs, again, convs)
+        for m in again:
+            ev = ranged.evaluations[m]
+            keep = ev.counted[m]
+            out[m] = _differ(ev.per_query[m][keep], ev.upper[m][keep])
+    return {m: out[m] for m in result.measures}
+
+
+def _differ(lo: np.ndarray, hi: np.ndarray) -> int:
+    return int(np.sum(~((lo == hi) | (np.isnan(lo) & np.isnan(hi)))))

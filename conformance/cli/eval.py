@@ -1,6 +1,7 @@
 """``conformance eval``: measures of a run against qrels under a named profile.
 
-The evaluation is :func:`conformance.api.evaluate` (the pipeline of ``conformance.pipeline``);
+The evaluation is :func:`conformance.api.evaluate`'s (the pipeline of ``conformance.pipeline``,
+with its tie check);
 this module reads the options, gives the process its memory policy, and prints.
 
 Unusual but valid input is evaluated, and each oddity gets a ``conformance: warning:`` line on
@@ -9,9 +10,9 @@ past the layout's, queries found in only one of the two files, negative or fract
 what the conventions in force do with them), non-numeric ranks, a cutoff of 10,000 or more
 that is longer than every ranked list (a shorter one is common and ``k_beyond_list`` says what
 it gives), a query named ``all``, and each measure whose value the order of tied scores changes
-(with how many queries; ``conformance.statement.tied_queries``: one more evaluation per
-convention set under ``ties=unspecified``, which ``--quiet`` skips; on a 500,000-row run with
-many ties it took the command from ~3 s to ~7 s).
+(with how many queries; ``conformance.statement.tied_queries``, decided from the tie groups of
+the evaluation's own ranking, ``conformance.reference.tiecheck``; computed under ``--quiet``
+too, which only silences the lines).
 
 ``--statement``: after the rows, one sentence per measure (``conformance.statement``): the
 tool and its version, every convention that changes the value on this input, how many read
@@ -140,13 +141,15 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
             files = resources.files("conformance") / "examples"
             qrels_path = str(stack.enter_context(resources.as_file(files / "qrels.txt")))
             run_path = str(stack.enter_context(resources.as_file(files / "run.txt")))
-        evaluated = api.evaluate(qrels_path, run_path, measures, profile_name, **how, **overrides)
-    result = evaluated.result
+        # api.evaluate's pipeline, with the tie check made from the evaluation's own ranking
+        distinct = list({(m, m.text): m for m in measures}.values())  # as api.evaluate keys them
+        result = pipeline.evaluate(qrels_path, run_path, distinct, profile_name, overrides,
+                                   tie_check=True, **how)
     from conformance import statement as said
 
     sentences = said.statements(result, profile_name) if statement else None
-    tied = None if quiet else {m.text: s.tied_queries for m, s in zip(result.measures, sentences)} \
-        if sentences is not None else {m.text: n for m, n in said.tied_queries(result).items()}
+    # computed whatever --quiet says: it silences the warnings, it does not change the work
+    tied = {m.text: n for m, n in said.tied_queries(result).items()}
 
     State.evaluated = True  # the output is complete from here on (see ``process.console``)
     if fmt == "json":

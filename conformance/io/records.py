@@ -21,6 +21,7 @@ become a :class:`~conformance.io.parsed.Parsed` like every other input. What a v
 from __future__ import annotations
 
 import math
+from itertools import chain
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -143,7 +144,7 @@ def numbers(values: list, what: Callable[[int], str], fail: Callable[[int, str],
 
 
 def identifiers(values: list, what: Callable[[int], str], fail: Callable[[int, str], InputError]) -> list[str]:
-    if all(type(v) is str for v in values):
+    if set(map(type, values)) <= {str}:  # one C pass (a generator over 200k ids: ~40 ms)
         return values
     return [identifier(v, what(i), lambda p, _i=i: fail(_i, p)) for i, v in enumerate(values)]
 
@@ -181,7 +182,7 @@ class Rows:
 
     def parsed(self, unit: str) -> Parsed:
         """The rows as columns; InputError when there are none, or an id is not text."""
-        if not self.qid and not self.counts.read:
+        if not len(self.qid) and not self.counts.read:
             raise InputError(self.source, "no data rows")
         self.counts.read += self.n
         self.counts.used += self.n
@@ -194,7 +195,9 @@ class Rows:
         return Parsed(self.source, qid, docid, cat(self.value, np.float64), line, self.counts, unit,
                       rank=cat(self.rank, np.float64))
 
-    def _strings(self, values: list[str], field: str, line: np.ndarray):
+    def _strings(self, values, field: str, line: np.ndarray):
+        if not isinstance(values, list):  # already Arrow strings (``_bulk``'s query ids)
+            return values
         try:
             return arrow_strings(values)
         except UnicodeEncodeError:  # a lone surrogate (JSON "\ud800"): find the first
@@ -211,8 +214,57 @@ class Rows:
             raise
 
 
+class _Refused(Exception):
+    """The bulk path met a value it does not take: the per-query path names the problem."""
+
+
+def _bulk(obj: Mapping, name: str) -> Rows | None:
+    """``from_nested`` of a dict of dicts in one pass over all pairs: the keys and values of
+    every query chained into two lists (C iteration, no Python code per pair), validated in
+    bulk by the same ``identifiers`` / ``numbers``; None for anything else (then the
+    per-query path reads it). The first problem it meets makes it give up, so that the
+    per-query path reports the problem a reader going query by query meets first."""
+    if type(obj) is not dict:
+        return None
+    docs = list(obj.values())
+    if not all(type(d) is dict for d in docs):
+        return None
+
+    def refuse(i: int, problem: str):
+        raise _Refused
+
+    try:
+        qids = identifiers(list(obj.keys()), lambda i: "a query id", refuse)
+        docids = identifiers(list(chain.from_iterable(docs)), lambda i: "the docid", refuse)
+        values = numbers(list(chain.from_iterable(map(dict.values, docs))), lambda i: "", refuse)
+    except _Refused:
+        return None
+    rows = Rows(name)
+    lengths = np.fromiter(map(len, docs), np.int64, len(docs))
+    empty = lengths == 0
+    for _ in range(int(empty.sum())):
+        rows.empty(EMPTY_QUERY)
+    # a query's records follow the records of the queries before it (an empty one is one)
+    skipped = np.cumsum(empty) - empty  # empty queries before each query
+    n = int(lengths.sum())
+    line = np.arange(1, n + 1, dtype=np.int64)
+    line += np.repeat(skipped, lengths)
+    try:  # each query's id once, repeated as Arrow takes (no Python string per row)
+        rows.qid = arrow_strings(qids).take(np.repeat(np.arange(len(qids)), lengths))
+    except UnicodeEncodeError:  # a lone surrogate: the per-query path names it
+        return None
+    rows.docid = docids
+    rows.value, rows.line, rows.rank = [values], [line], [np.full(n, np.nan)]
+    rows.n = n
+    return rows
+
+
 def from_nested(obj: Any, name: str, what: str) -> Rows:
     """``{qid: {docid: number}}`` (as Obj pairs or plain mappings) -> rows; record = pair index."""
+    if not isinstance(obj, Obj):
+        fast = _bulk(obj, name)
+        if fast is not None:
+            return fast
     rows = Rows(name)
     pairs = obj if isinstance(obj, Obj) else list(obj.items())
     record = 0  # records before this query's first

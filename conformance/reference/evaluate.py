@@ -20,6 +20,7 @@ from conformance.parallel import each, query_halves
 from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READS_POOL, Context,
                                             JudgedIdeal)
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
+from conformance.reference import tiecheck
 from conformance.reference.ranking import exponential_shift, gains, rank
 from conformance.reference.reshape import reshaped
 
@@ -43,6 +44,9 @@ class Evaluation:
     curve: dict[Measure, tuple[float, float]] = field(default_factory=dict)
     # Under rounding=N: the values before rounding, (lower, upper), which the mean is taken of.
     unrounded: dict[Measure, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # evaluate(..., tie_check=True): per query, whether the order of its tied documents changes
+    # the value (reference.tiecheck); None where only ties=unspecified can tell
+    tie_changed: dict[Measure, np.ndarray | None] = field(default_factory=dict)
 
     def aggregate(self, m: Measure, upper: bool = False) -> float:
         """Mean over counted queries (sum for the Num* counts; under ``mean=geometric`` the
@@ -118,11 +122,14 @@ def evaluate(
     run: Run | None,
     measures: Sequence[Measure],
     conventions: Conventions,
+    tie_check: bool = False,
 ) -> Evaluation:
     """Per-query values and aggregates of ``measures`` under ``conventions``.
 
     ``qrels`` may be a :class:`Prepared` (then ``run`` is None) so that many convention sets
-    share one join. Raises EvaluationError where a convention refuses the input.
+    share one join. ``tie_check``: also fill ``Evaluation.tie_changed`` from the same ranking
+    (under a rule that fixes the tie order). Raises EvaluationError where a convention refuses
+    the input.
     """
     prep = qrels if isinstance(qrels, Prepared) else Prepared(qrels, run)
     groups: dict[Conventions, list[Measure]] = {}
@@ -130,13 +137,14 @@ def evaluate(
         groups.setdefault(m.conventions(conventions), []).append(m)
     result: Evaluation | None = None
     for conv, group in groups.items():
-        part = _evaluate_group(reshaped(prep, conv), group, conv)
+        part = _evaluate_group(reshaped(prep, conv), group, conv, tie_check)
         if result is None:
             result = part
         else:  # the query set is fixed by query_set, which measure names cannot override
             if not np.array_equal(result.qids, part.qids):
                 raise EvaluationError("measures in one evaluation disagree on the query set")
-            for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded"):
+            for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded",
+                      "tie_changed"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
         shaped = reshaped(prep, conventions)
@@ -148,7 +156,8 @@ UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic
                     "unjudged_first", "judged_first"}
 
 
-def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) -> Evaluation:
+def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
+                    tie_check: bool = False) -> Evaluation:
     scored = scored_queries(prep, conv)
     local = np.cumsum(scored) - 1  # global query index -> index among scored queries
     nq = int(scored.sum())
@@ -250,8 +259,11 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         with np.errstate(invalid="ignore"):
             pooled = (raw < 0) & (conv.negative_labels == "unjudged")
 
-    def results(part: slice | None) -> dict[Measure, list]:
-        """Each measure's (values, empty) per order, from the rows in ``part`` (all: None)."""
+    tie_check = tie_check and conv.ties != "unspecified"  # its own range says it
+
+    def results(part: slice | None) -> tuple[dict[Measure, list], dict]:
+        """Each measure's (values, empty) per order, from the rows in ``part`` (all: None),
+        and under ``tie_check`` each measure's ``tiecheck.changed``."""
         def take(a):
             return a if part is None else a[part]
 
@@ -261,7 +273,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             labels = masked_labels if masked else sel(run_labels)
             ranked = rank(take(q_rows), take(primary), take(doc), take(sel(prep.run_order)),
                           take(labels), nq, conv, tie_rule, keep_labels=keep_labels,
-                          pooled=None if pooled is None else take(pooled), gain_shift=shift)
+                          pooled=None if pooled is None else take(pooled), gain_shift=shift,
+                          tie_groups=tie_check)
             ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal,
                           judged_label=jlab)
             if masked and conv.ideal == "retrieved":
@@ -291,6 +304,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             return cache[tie_rule, masked]
 
         out = {}
+        changed = {}
         for m in measures:
             masked = masked_labels is not None and "ranked_relevance" in m.record.groups
             if conv.ties == "unspecified":
@@ -299,10 +313,13 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             else:
                 contexts = [cached(conv.ties, masked)]
             out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+            if tie_check:
+                changed[m] = tiecheck.changed(m, conv, contexts[0].ranked, out[m][0][1],
+                                              shifted=shift is not None)
             if m.family in CURVES:
                 curves[m] = [lambda counted, fill, ctx=ctx, m=m: CURVES[m.family](ctx, m, counted, fill)
                              for ctx in contexts]
-        return out
+        return out, changed
 
     curves: dict[Measure, list] = {}
     halves = prep.run_halves if q_rows is prep.run_q else query_halves(q_rows, nq)
@@ -313,16 +330,18 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
         # its own query's rows (per-query sums are taken range by range), so the result is the
         # same, bit for bit, as one pass over all rows.
         try:
-            first, second = each(results, halves)
+            (first, changed1), (second, changed2) = each(results, halves)
         except EvaluationError:
-            every = results(None)  # a refusal names what one pass over all rows would name
+            every, changed = results(None)  # a refusal names what one pass over all rows would name
         else:
             owner = np.zeros(nq, bool)  # the queries of the second half
             owner[q_rows[halves[1]]] = True
             every = {m: [(np.where(owner, v2, v1), np.where(owner, e2, e1))
                          for (v1, e1), (v2, e2) in zip(first[m], second[m])] for m in measures}
+            changed = {m: None if changed1[m] is None or changed2[m] is None
+                       else np.where(owner, changed2[m], changed1[m]) for m in changed1}
     else:
-        every = results(None)
+        every, changed = results(None)
 
     out = Evaluation(prep.qids[scored])
     for m in measures:
@@ -359,6 +378,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             lo, hi = round_half_even(lo, conv.rounding), round_half_even(hi, conv.rounding)
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
+        if tie_check:
+            out.tie_changed[m] = changed[m]
         if m in curves:
             fill = {"zero": 0.0, "one": 1.0, "nan": np.nan}.get(conv.empty_query)
             ends = [f(counted, fill) for f in curves[m]]

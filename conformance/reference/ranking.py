@@ -27,6 +27,7 @@ import numpy as np
 
 from conformance.conventions import Conventions, discount_base, gain_map
 from conformance.errors import EvaluationError
+from conformance.reference import tiecheck
 
 
 def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -213,6 +214,8 @@ class Ranked:
     # under duplicates=set: 1.0 for a document's highest-ranked listing, 0.0 for a later one
     # (whose label rank() reads as unjudged); None otherwise
     first: np.ndarray | None = None
+    # rank(..., tie_groups=True): the tie groups of this order (tiecheck.TieGroups), else None
+    ties: object = None
 
     def group_start_rows(self) -> np.ndarray:
         """Per row: the index of the first row of its tie group (the row itself unless
@@ -333,7 +336,8 @@ def _packed_key(q: np.ndarray, primary: np.ndarray, n_queries: int) -> tuple[np.
     return key, exact
 
 
-def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -> np.ndarray:
+def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int,
+               tied_pairs: list | None = None) -> np.ndarray:
     """The permutation ``np.lexsort([t(None) for t in ties] + [primary, q])`` gives: rows by
     query, then primary ascending, then the tie keys (the last most significant); rows equal on
     every key keep their input order. ``ties`` are functions rows -> key values at those rows
@@ -343,6 +347,11 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
     which is fast on runs already listed query by query in score order, then a lexsort of only
     the rows that share their packed key with another row: the tie keys (and, when the packing
     is not exact, the primary) are read on those rows alone.
+
+    ``tied_pairs``, a list: (the sorted positions i whose packed key equals that of i + 1,
+    whether the packing is exact) is appended to it (every tied pair is among those positions,
+    and they are the tied pairs when it is exact), or None when the packing was not used (the
+    caller compares the rows itself).
     """
     def tie_keys(rows):
         # a tie key is one array, or a list of arrays (least significant first)
@@ -354,12 +363,18 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int) -
 
     packed = _packed_key(q, primary, n_queries)
     if packed is None:
+        if tied_pairs is not None:
+            tied_pairs.append(None)
         return np.lexsort(tie_keys(None) + [primary, q])
     comp, exact = packed
     order = np.argsort(comp, kind="stable")
+    if tied_pairs is not None:
+        tied_pairs.append((np.zeros(0, np.int64), exact))
     if (ties or not exact) and order.size > 1:
         sorted_comp = comp[order]
         same = sorted_comp[1:] == sorted_comp[:-1]
+        if tied_pairs is not None:  # the tie check's pairs, from the comparison made here
+            tied_pairs[-1] = (np.flatnonzero(same), exact)
         if same.any():
             tied = np.zeros(order.size, bool)
             tied[1:] = same
@@ -414,6 +429,7 @@ def rank(
     keep_labels: bool = False,
     pooled: np.ndarray | None = None,
     gain_shift: np.ndarray | None = None,
+    tie_groups: bool = False,
 ) -> Ranked:
     """Order rows of every query at once and build the per-row pieces.
 
@@ -429,7 +445,8 @@ def rank(
 
     ``keep_labels``: also keep each row's label (``Ranked.label``); ``pooled``: per row, whether
     it is judged with a negative label (``Ranked.pooled``, for infAP); ``gain_shift``: per
-    query, the exponential gains' scale (``exponential_shift``).
+    query, the exponential gains' scale (``exponential_shift``); ``tie_groups``: also find the
+    tie groups (``Ranked.ties``, for ``tiecheck.changed``).
     """
     def key(values, sign: int = 1, nan_as_zero: bool = False):
         if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
@@ -467,7 +484,8 @@ def rank(
         ties = [key(doc, -1), key(gains(labels, order_by), 1 if tie_rule == "pessimistic_gain" else -1)]
     else:  # pragma: no cover - the vocabulary admits no other value
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
-    order = sort_order(q, primary, ties, n_queries)
+    tied_pairs: list | None = [] if tie_groups else None
+    order = sort_order(q, primary, ties, n_queries, tied_pairs)
     lab_s = labels[order]
     first = None
     if conv.duplicates == "set":  # a document counts at its highest-ranked listing only
@@ -497,6 +515,11 @@ def rank(
         extra["pooled"] = pooled[order]
     if first is not None:
         extra["first"] = first
+    found = None
+    if tie_groups:  # before lab_s becomes the gains and order p_first
+        found = tiecheck.find(order, primary, pos, lab_s, extra.get("pooled"), start, tied_pairs[0],
+                              conv.relevance_threshold,
+                              None if gain_shift is not None else lambda x: gains(x, conv))
     shift = None if gain_shift is None else gain_shift[q[order]]
     gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
     del lab_s, shift
@@ -509,6 +532,8 @@ def rank(
         c_row[1:] = rel[:-1]
         c_row[listed[1:]] -= np.add.reduceat(rel, listed)[:-1]
         np.cumsum(c_row, out=c_row)
+    if found is not None:
+        found.finish(c_row)
 
     if tie_rule != "average":
         # Every row is its own tie group (n = 1, t = 0, r = rel): the general formulas below
@@ -528,7 +553,7 @@ def rank(
         e_gain = gain + 0.0 if (np.signbit(gain) & (gain == 0)).any() else gain
         pieces = [pos, gain, rel, pos, np.zeros(rows, bool), np.zeros(rows, bool), rel, e_gain,
                   ap_term, p_first]
-        return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
+        return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
     idx = np.arange(rows, dtype=np.int64)
     q_s = q[order]
@@ -574,7 +599,7 @@ def rank(
         group_varied = np.zeros(0, bool)
     pieces = [pos, gain, rel, group_last, group_mixed, group_varied, e_rel, e_gain, ap_term,
               p_first]
-    return _cut_to_depth(n_queries, start, n, pieces, conv, extra)
+    return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
 
 def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
@@ -591,7 +616,7 @@ def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
 
 
 def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list,
-                  conv: Conventions, extra: dict | None = None) -> Ranked:
+                  conv: Conventions, extra: dict | None = None, ties=None) -> Ranked:
     """The Ranked of ``pieces`` (per-row arrays in Ranked's field order, starting with pos) and
     the ``extra`` per-row arrays (Ranked's optional fields by name)."""
     extra = extra or {}
@@ -604,7 +629,7 @@ def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list
         extra = {name: a[keep] for name, a in extra.items()}
         n = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows
         start = np.cumsum(n) - n
-    return Ranked(n_queries, start, n, *pieces, **extra)
+    return Ranked(n_queries, start, n, *pieces, **extra, ties=ties)
 
 
 def ideal_dcg(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int, conv: Conventions,

@@ -155,3 +155,28 @@ def test_results_print_as_the_tables_the_commands_print():
     ranged = conformance.evaluate({"q1": {"a": 1, "b": 0}}, {"q1": {"a": 1.0, "b": 1.0}}, "RR",
                                   ties="unspecified")
     assert str(ranged).splitlines()[1].split() == ["RR", "0.5000", "to", "1.0000", "1"]
+
+
+def test_the_evaluator_gives_what_evaluate_gives_for_each_run():
+    # one qrels, read once; three runs, each as conformance.evaluate evaluates it alone
+    qrels = {"q1": {"a": 2, "b": 0, "c": 1}, "q2": {"d": 1}}
+    runs = [{"q1": {"a": 0.9, "b": 0.8, "c": 0.1}, "q2": {"d": 0.5, "e": 0.7}},
+            {"q1": {"c": 3.0, "a": 2.0}, "q2": {"e": 1.0}},
+            {"q1": {"a": 1.0, "b": 1.0}, "q3": {"x": 1.0}}]
+    ev = conformance.Evaluator(qrels, "nDCG@3,AP,RR,P@2", profile="trec_eval", gain="exponential")
+    for run in runs:
+        got = ev.evaluate(run)
+        alone = conformance.evaluate(qrels, run, "nDCG@3,AP,RR,P@2", profile="trec_eval", gain="exponential")
+        assert got.mean == alone.mean and got.per_query == alone.per_query and got.counts == alone.counts
+    # the hand-computed values of the first run: q2's d is at rank 2 (RR 1/2, AP 1/2)
+    assert ev.evaluate(runs[0]).per_query["RR"] == {"q1": 1.0, "q2": 0.5}
+    assert ev.evaluate(runs[0]).per_query["P@2"] == {"q1": 0.5, "q2": 0.5}
+
+
+def test_the_evaluator_reports_a_bad_run_as_evaluate_does():
+    ev = conformance.Evaluator({"q1": {"a": 1}}, "RR")
+    with pytest.raises(conformance.InputError) as got:
+        ev.evaluate({"q1": {"a": "high"}})
+    with pytest.raises(conformance.InputError) as alone:
+        conformance.evaluate({"q1": {"a": 1}}, {"q1": {"a": "high"}}, "RR")
+    assert str(got.value) == str(alone.value)
