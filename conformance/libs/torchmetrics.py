@@ -244,9 +244,13 @@ class TorchmetricsEntry(Entry):
     # skip: a mean of 0.0 for no query (a wrong value); AUROC and RecallAtPrecision: values decided
     # by float32 rounding (wrong values where the rounding goes the other way). The ceiling:
     # under skip, a case none of whose queries has a relevant document (measured: up to 40% of
-    # a run's clean cases)
-    known_failure_shows = frozenset({"wrong_values", "rounding"})
-    known_failure_ceiling = {"*": 0.6}
+    # a run's clean cases). Under ``error`` the library may raise first, on an empty query the
+    # same case holds (seen in the long fuzz: AUROC)
+    known_failure_shows = frozenset({"wrong_values", "rounding", "raises"})
+    # RecallAtPrecision's refusal (a mean P@j within float32 rounding of min_precision) covers
+    # most short lists, whose P@j is often exactly 1/2: measured 76% of a long run's cases
+    # under ``error`` (a finding: the refusal is wider than the rounding it guards against)
+    known_failure_ceiling = {"RecallAtPrecision": 0.85, "*": 0.6}
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """Under 'skip', when every query is skipped the library's mean is 0.0 (base.py:

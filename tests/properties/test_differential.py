@@ -198,6 +198,11 @@ REFUSAL_KINDS: dict[str, tuple[str, str, tuple[str, str]]] = {
 AMBIGUOUS = {
     r"^ZeroDivisionError": ("query sets differ", "no relevant document"),
     r"^CalledProcessError: Command '\['perl'": ("fractional label",),
+    # a query the family cannot score (empty_query=raise's "empty"): torchmetrics' "a query with
+    # no positive target" (no negative one, for FallOut); LlamaIndex's "expected ids must be
+    # provided" (no relevant document)
+    r"query with no (positive|negative) target|expected ids must be provided":
+        ("no relevant document",),
     # XGBoost: "label must be either 0 or positive integer"
     r"label must be either 0 or positive integer": ("negative label", "fractional label"),
 }
