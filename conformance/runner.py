@@ -378,12 +378,15 @@ def _fault_text(fault: isolation.Fault, timeout: float | None) -> str:
     return "library call stopped (the run was interrupted)"
 
 
-class IsolatedEntry(Entry):
+class IsolatedEntry:
     """An entry whose ``evaluate`` and ``import_status`` run in its worker process
     (``worker_key``), with a time limit.
 
-    Everything else (name, profile, supports, tolerance, version) is the wrapped entry's, asked
-    in this process.
+    It holds the entry it wraps (``inner``) and is not one itself: everything the entry declares
+    (name, profile, supports, tolerance, known failures, version, ...) is the wrapped entry's,
+    asked of it in this process by attribute lookup, so no name is restated here and none can
+    be answered by ``Entry``'s defaults instead of the wrapped entry's overrides. Only calling
+    the library and importing it happen elsewhere.
     """
 
     def __init__(self, inner: Entry, timeout: float | None = DEFAULT_TIMEOUT) -> None:
@@ -391,33 +394,12 @@ class IsolatedEntry(Entry):
         self._status: ImportStatus | None = None
 
     def __getattr__(self, name: str) -> Any:
+        if name in ("inner", "timeout", "_status") or name.startswith("__"):
+            raise AttributeError(name)  # not set yet (unpickling, copying): no recursion
         return getattr(self.inner, name)
 
-    # Entry's class attributes would shadow __getattr__: forward them explicitly.
-    name = property(lambda self: self.inner.name)
-    library = property(lambda self: self.inner.library)
-    module = property(lambda self: self.inner.module)
-    distribution = property(lambda self: self.inner.distribution)
-    tolerance = property(lambda self: self.inner.tolerance)
-    description = property(lambda self: self.inner.description)
-    own_process = property(lambda self: self.inner.own_process)
-    worker_key = property(lambda self: self.inner.worker_key)
-    extra = property(lambda self: self.inner.extra)
-    float32_sums = property(lambda self: self.inner.float32_sums)
-
-    # ... and so would Entry's methods that adapters override (tests/engines/test_runner.py
-    # holds every one of them to the wrapped entry's)
-    def tolerance_for(self, measure, longest: int = 0):
-        return self.inner.tolerance_for(measure, longest)
-
-    def known_failure(self, qrels, run, measure=None):
-        return self.inner.known_failure(qrels, run, measure)
-
-    def install_command(self):
-        return self.inner.install_command()
-
-    def split_supported(self, measures):
-        return self.inner.split_supported(measures)
+    def available(self) -> bool:
+        return self.import_status().available
 
     def import_status(self) -> ImportStatus:
         """Asked of the worker (once): the library is imported there, never here, and an import
@@ -434,21 +416,6 @@ class IsolatedEntry(Entry):
             except isolation.Raised as exc:  # the entry's own import_status raised
                 self._status = ImportStatus("import_failed", exc.text)
         return self._status
-
-    def version(self):
-        return self.inner.version()
-
-    def supports(self, measure):
-        return self.inner.supports(measure)
-
-    def profile(self, measure):
-        return self.inner.profile(measure)
-
-    def default_profile(self):
-        return self.inner.default_profile()
-
-    def known_failure(self, qrels, run, measure=None):
-        return self.inner.known_failure(qrels, run, measure)
 
     def evaluate(self, qrels, run, measures):
         try:

@@ -13,6 +13,7 @@ light as the module it names; only the command line, which is built on that API,
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",
                  "conformance.runner", "conformance.run_text", "conformance.rag", "conformance.pipeline",
-                 "conformance.statement", "conformance.api", "conformance.spark_engine")),
+                 "conformance.statement", "conformance.spark_engine")),
+    ("api", ("conformance.api",)),
     ("report", ("conformance.report", "conformance.summary")),
     ("cli", ("conformance.cli",)),
 ]
@@ -153,3 +155,27 @@ def test_no_import_circle():
 def test_the_facade_imports_nothing_at_module_level():
     found = _imports(FACADE, MODULES[FACADE], module_level_only=True)
     assert not found, f"conformance/__init__.py imports {sorted(found)} at module level"
+
+
+def _documented_layers() -> list[tuple[str, tuple[str, ...]]]:
+    """docs/ARCHITECTURE.md's layer table (the rows under its ``| layer | modules |`` header):
+    (layer, the modules as written, without a package's trailing ``/``), in the table's order."""
+    lines = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| layer | modules |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        layer, modules = (c.strip() for c in line.strip("|").split("|")[:2])
+        rows.append((layer, tuple(n.rstrip("/") for n in re.findall(r"`([^`]+)`", modules))))
+    return rows
+
+
+def test_the_architecture_map_names_every_layer_and_module():
+    """The map a contributor reads is the table the test enforces: same layers, same order,
+    same modules in each (a module moved between layers, or a new one, updates both)."""
+    want = [(layer, tuple(p.removeprefix(FACADE + ".") for p in prefixes))
+            for layer, prefixes in LAYERS]
+    assert _documented_layers() == want, (
+        "docs/ARCHITECTURE.md's layer table differs from LAYERS in tests/test_layers.py:\n"
+        + "\n".join(f"| {layer} | {', '.join(f'`{m}`' for m in mods)} |" for layer, mods in want))

@@ -69,18 +69,5 @@ def duplicate_pair(run: Run) -> tuple[str, str] | None:
     return str(run.qids[run.qcode[row]]), str(run.docids[run.dcode[row]])
 
 
-def all_negative_query(qrels: Qrels, truncate: bool = False) -> str | None:
-    """The first query all of whose labels are negative (``truncate``: once truncated towards
-    zero, as ``int()`` does before BEIR and MTEB hand them to pytrec_eval, so -0.5 is 0), or
-    None. pytrec_eval reads past its tables on such a query (see ``conformance.libs.trec_eval``)."""
-    if not len(qrels):
-        return None
-    top = np.full(qrels.qids.size, -np.inf)
-    np.maximum.at(top, qrels.qcode, np.trunc(qrels.label) if truncate else qrels.label)
-    bad = np.unique(qrels.qcode)
-    bad = bad[top[bad] < 0]
-    return str(qrels.qids[bad[0]]) if bad.size else None
-
-
 def max_abs_label(qrels: Qrels) -> float:
     return float(np.abs(qrels.label).max()) if len(qrels) else 0.0

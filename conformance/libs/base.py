@@ -20,8 +20,11 @@ the process (the signal), or did not finish within the time limit.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.metadata
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,27 +100,73 @@ def error_text(exc: BaseException) -> str:
 FLOAT32_UNIT = 2.0 ** -24
 
 
+@dataclass(frozen=True)
+class Support:
+    """What an entry computes, declared; :meth:`Entry.supports` reads it (no adapter writes a
+    ``supports`` of its own). A measure is supported when:
+
+    - ``families``: its family is one of these (None: any family, ``Entry.names`` deciding);
+    - ``cutoff``: "required" (only with a cutoff) or "any"; ``needs_cutoff`` / ``no_cutoff``:
+      families that must / must not have one; ``cutoffs``: the only cutoffs taken, if any
+      (XGBoost's plain ndcg is ndcg@32);
+    - it has no ``alpha`` (T's parameter; no library takes it), and the library has a name
+      for it (``Entry.names``, e.g. trec_eval's measure strings);
+    - ``conventions``: every axis the measure's name sets is already the entry's profile's,
+      except ``Entry.free_axes`` (by default ``free_axes``), which the call takes as a
+      parameter (trec_eval's relevance_level), and the threshold is at least
+      ``min_threshold``; ``conventions=False``: the library's own routing decides
+      (ir_measures' providers, through ``Entry.names``)."""
+
+    families: frozenset | None = None
+    cutoff: str = "any"
+    needs_cutoff: frozenset = frozenset()
+    no_cutoff: frozenset = frozenset()
+    cutoffs: frozenset | None = None
+    free_axes: frozenset = frozenset()
+    min_threshold: int | None = None
+    conventions: bool = True
+
+
 def longest_list(run: Run) -> int:
     """The most documents any query of ``run`` lists (0 for an empty run)."""
     return int(np.bincount(run.qcode).max()) if len(run) else 0
 
 
 class Entry:
-    """Base of every library entry. Subclasses set the class attributes and implement
-    :meth:`supports`, :meth:`profile` and :meth:`_evaluate`."""
+    """Base of every library entry. Subclasses set the class attributes (``support`` among
+    them) and implement :meth:`profile` and :meth:`_evaluate`."""
 
     name: str = ""  # public entry name, e.g. "lightgbm:linear_gain"
     library: str = ""  # the library, e.g. "lightgbm" (entries of one library share it)
     module: str = ""  # import name, e.g. "lightgbm"
     distribution: str = ""  # pip distribution whose version is reported, e.g. "lightgbm"
     extra: str = ""  # the package's extra that installs the library (default: its own name)
-    tolerance: float = 1e-12  # 1e-12 for float64 libraries, 1e-6 for float32 ones
+    # What the library's arithmetic needs, argued beside each entry's value: 1e-12 where it
+    # computes in double from inputs it reads exactly (1,000 times the gap of two double
+    # computations of one formula, about 1e-15 on these sums), more where it reads or sums in
+    # float32; the differential tests fail a tolerance above 1,000 times its measured gap
+    tolerance: float = 1e-12
     description: str = ""  # one line: what configuration this is
     # True: the library computes its sums in float32 (see tolerance_for)
     float32_sums: bool = False
     # True: the library keeps process-global state that differs between entries, so Entry's
     # evaluate runs in a worker process serving this entry alone (see the module docstring)
     own_process: bool = False
+    # What ``known_failure`` refuses, declared beside it and checked, not trusted: the
+    # differential tests ask the library anyway on a sample of the refused cases and require
+    # what is declared here.
+    # - known_failure_shows: what the library does on such a case, any of "raises" (an
+    #   exception), "dies" (killed by a signal, or no answer within the time limit; the test
+    #   then asks it in a process of its own) and "wrong_values" (values its profile does not
+    #   give), "rounding" (a value decided by float rounding the adapter cannot predict: the
+    #   library may give the profile's value on the case, or another); empty: known_failure
+    #   refuses nothing;
+    # - known_failure_ceiling: the largest share of the generated cases of one family (in one
+    #   test's run) that known_failure may refuse, family -> share, "*" for every other family.
+    known_failure_shows: frozenset = frozenset()
+    known_failure_ceiling: Mapping[str, float] = {}
+    # True in the twin made by asking_the_library(): known_failure no longer stops the call
+    _ask_anyway: bool = False
 
     @property
     def worker_key(self) -> str:
@@ -165,8 +214,41 @@ class Entry:
         n = longest if measure.cutoff is None else min(longest, int(min(measure.cutoff, 2 ** 31)))
         return max(self.tolerance, 2 * n * FLOAT32_UNIT)
 
+    # what the entry computes (see Support); a property where it depends on the entry's options
+    support: Support = Support()
+
     def supports(self, measure: Measure) -> bool:
-        raise NotImplementedError
+        """Whether the entry computes ``measure``, as its ``support`` declares."""
+        s = self.support
+        family, k = measure.family, measure.cutoff
+        if measure.alpha is not None:
+            return False
+        if s.families is not None and family not in s.families:
+            return False
+        if k is None and (s.cutoff == "required" or family in s.needs_cutoff):
+            return False
+        if k is not None and family in s.no_cutoff:
+            return False
+        if s.cutoffs is not None and k not in s.cutoffs:
+            return False
+        if not self.names(measure):
+            return False
+        if not s.conventions:
+            return True
+        own = self.profile(measure)
+        conv = measure.conventions(own)
+        if set(conv.differing_axes(own)) - self.free_axes(measure):
+            return False
+        return s.min_threshold is None or conv.relevance_threshold >= s.min_threshold
+
+    def names(self, measure: Measure) -> bool:
+        """Whether the library has a name (a call) for ``measure``, beyond what ``support``
+        declares: True unless the adapter says otherwise."""
+        return True
+
+    def free_axes(self, measure: Measure) -> frozenset:
+        """The axes ``measure``'s name may set away from the profile (``Support.free_axes``)."""
+        return self.support.free_axes
 
     def profile(self, measure: Measure) -> Conventions:
         """The declared conventions under which the reference gives this entry's value."""
@@ -180,8 +262,32 @@ class Entry:
         """Why the library cannot be trusted on this input (a documented finding: it crashes,
         hangs or returns numbers no convention gives), or None. The entry then refuses the case
         with this reason instead of calling the library; the differential tests accept that
-        refusal, and only it, where the reference computes a value."""
+        refusal where the reference computes a value, provided the library, asked anyway
+        (:meth:`asking_the_library`), does what ``known_failure_shows`` declares, and that no
+        more than ``known_failure_ceiling`` of the cases are refused so."""
         return None
+
+    def refusal(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """``known_failure``, as an adapter's ``evaluate`` consults it before calling the
+        library: None in the twin made by :meth:`asking_the_library`."""
+        return None if self._ask_anyway else self.known_failure(qrels, run, measure)
+
+    def asking_the_library(self) -> "Entry":
+        """A copy of this entry that calls the library even where ``known_failure`` refuses:
+        how the differential tests see the declared failure happen."""
+        twin = copy.copy(self)
+        twin._ask_anyway = True
+        return twin
+
+    def failure_evidence(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        """On a case ``known_failure`` refuses, the declared failure seen by a call made to show
+        it (pytrec_eval's miscount of retrieved documents), or None: the values the library
+        gives for the measure are then the only evidence."""
+        return None
+
+    def ceiling_for(self, family: str) -> float:
+        """The declared largest share of one family's cases ``known_failure`` may refuse."""
+        return self.known_failure_ceiling.get(family, self.known_failure_ceiling.get("*", 0.0))
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         """Call the library for each supported measure. A library exception is recorded as the
@@ -213,3 +319,10 @@ class Entry:
         wanted = [m for m in measures if self.supports(m)]
         return wanted, {m: LibraryValues(error=f"{self.name} does not compute {m.text}")
                         for m in measures if m not in wanted}
+
+
+def ask_library(entry: Entry, qrels: Qrels, run: Run,
+                measures: list[Measure]) -> dict[Measure, LibraryValues]:
+    """``entry``'s values with its library called even where ``known_failure`` refuses (a
+    module-level function, so that a child process can be given it)."""
+    return entry.asking_the_library().evaluate(qrels, run, measures)

@@ -98,9 +98,9 @@ from conformance.conventions import Conventions, gain_map
 from conformance.io.data import Qrels, Run
 from conformance.libs import ranx as _ranx
 from conformance.libs import trec_eval as _trec_eval
-from conformance.libs._nested import all_negative_query
+from conformance.libs import _pytrec_eval
 from conformance.libs._nested import qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues, error_text
+from conformance.libs.base import Entry, LibraryValues, Support, error_text
 from conformance.measures import Measure
 
 PYTREC_EVAL_PROFILE = _trec_eval.PROFILE.replace(
@@ -287,7 +287,10 @@ class IrMeasuresEntry(Entry):
             return live_provider(measure)
         return declared_provider(measure)
 
-    def supports(self, measure: Measure) -> bool:
+    # the library routes each measure to a provider: supported where one computes it
+    support = Support(conventions=False)
+
+    def names(self, measure: Measure) -> bool:
         return self._provider(measure) in PROFILES
 
     def profile(self, measure: Measure) -> Conventions:
@@ -298,6 +301,12 @@ class IrMeasuresEntry(Entry):
 
     def default_profile(self) -> Conventions:
         return PYTREC_EVAL_PROFILE
+
+    # pytrec_eval's failure (conformance.libs._pytrec_eval); gdeval's: it exits with an error
+    # status (CalledProcessError, "raises") on a query id that is not a number, which half of the
+    # long fuzz's cases have (the default run's ERR groups draw numeric ids only)
+    known_failure_shows = _pytrec_eval.SHOWS | {"raises"}
+    known_failure_ceiling = {**_pytrec_eval.CEILING, "ERR": 0.8, "nDCG": 0.8}
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """pytrec_eval's failure on a query whose judgments are all negative (see the trec_eval
@@ -318,11 +327,11 @@ class IrMeasuresEntry(Entry):
             return None
         if measure is not None and provider != "pytrec_eval":
             return None
-        q = all_negative_query(qrels)
-        if q is None:
-            return None
-        return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "
-                "pytrec_eval (the provider) reads past its tables (see the trec_eval adapter)")
+        return _pytrec_eval.refusal(qrels, run, "the provider")
+
+    def failure_evidence(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        provider = self._provider(measure) if measure is not None and self.supports(measure) else None
+        return _pytrec_eval.evidence(qrels, run) if provider in (None, "pytrec_eval") else None
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         """Measures are computed one at a time: in one call, a provider that fails (gdeval on a
@@ -337,7 +346,7 @@ class IrMeasuresEntry(Entry):
             if provider is None:
                 out[m] = LibraryValues(error=f"{self.name} does not compute {m.text}")
                 continue
-            failure = self.known_failure(qrels, run, m)
+            failure = self.refusal(qrels, run, m)
             if failure is not None:
                 out[m] = LibraryValues(error=failure, provider=provider)
                 continue

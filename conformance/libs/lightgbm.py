@@ -50,7 +50,7 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import ranked_lists
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 # Axes no nDCG value depends on (ap_denominator, k_beyond_list, rr_cutoff, relevance_threshold,
@@ -80,6 +80,9 @@ class LightGBMEntry(Entry):
     library = "lightgbm"
     module = "lightgbm"
     distribution = "lightgbm"
+    # Tolerance: LightGBM's DCGCalculator computes in double; its labels are integers
+    # (label_type=raise), exact in its float32 label array, and the float32 scores only order
+    # the documents (score_precision): double arithmetic alone, 1e-12
     tolerance = 1e-12
     own_process = True  # label_gain is process-global (see "Isolation")
 
@@ -90,17 +93,18 @@ class LightGBMEntry(Entry):
         self.label_gain = label_gain  # None: LightGBM's default table, not passed
         self._profile = profile
 
-    def supports(self, measure: Measure) -> bool:
-        # eval_at needs a cutoff; LightGBM has no whole-list nDCG
-        if measure.family != "nDCG" or measure.cutoff is None or measure.alpha is not None:
-            return False
-        return measure.conventions(self._profile) == self._profile
+    # eval_at needs a cutoff; LightGBM has no whole-list nDCG
+    support = Support(families=frozenset({"nDCG"}), cutoff="required")
 
     def profile(self, measure: Measure) -> Conventions:
         return self._profile
 
     def default_profile(self) -> Conventions:
         return self._profile
+
+    # LightGBM raises on a label beyond its gain table; no generated label is above 4
+    known_failure_shows = frozenset({"raises"})
+    known_failure_ceiling = {"*": 0.0}
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """LightGBM refuses a label at or above the length of its gain table (31 entries, by

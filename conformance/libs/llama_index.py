@@ -58,7 +58,7 @@ from __future__ import annotations
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.libs._nested import duplicate_pair
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -95,6 +95,7 @@ class LlamaIndexEntry(Entry):
     module = "llama_index.core"
     distribution = "llama-index-core"
     extra = "rag"
+    # Tolerance: plain Python floats (double) over the ids and labels as given: 1e-12
     tolerance = 1e-12
 
     def __init__(self, name: str, description: str, classes: dict[str, str],
@@ -106,14 +107,10 @@ class LlamaIndexEntry(Entry):
     def _base(self, family: str) -> Conventions:
         return SET_PROFILE if family in self.sets else PROFILE
 
-    def supports(self, measure: Measure) -> bool:
-        f, k = measure.family, measure.cutoff
-        if f not in self.classes or measure.alpha is not None:
-            return False
-        if (f in _NEEDS_CUTOFF and k is None) or (f in _NO_CUTOFF and k is not None):
-            return False
-        base = self._base(f)
-        return measure.conventions(base) == base
+    @property
+    def support(self) -> Support:
+        return Support(families=frozenset(self.classes), needs_cutoff=frozenset(_NEEDS_CUTOFF),
+                       no_cutoff=frozenset(_NO_CUTOFF))
 
     def profile(self, measure: Measure) -> Conventions:
         return self._base(measure.family)

@@ -50,8 +50,9 @@ import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import all_negative_query, duplicate_pair, int_qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs import _pytrec_eval
+from conformance.libs._nested import duplicate_pair, int_qrels_dict, run_dict
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PYTREC_PROFILE = TREC_EVAL.replace(
@@ -91,6 +92,8 @@ class MtebEntry(Entry):
     module = "mteb"
     distribution = "mteb"
     extra = "mteb"
+    # Tolerance: pytrec_eval and MTEB's numpy functions compute in double from integer labels:
+    # double arithmetic alone, 1e-12 (its rounding to 5 decimals is the profile's rounding=5)
     tolerance = 1e-12
 
     def __init__(self, name: str, description: str, *, functions: bool):
@@ -109,29 +112,29 @@ class MtebEntry(Entry):
     def default_profile(self) -> Conventions:
         return own_profile(_tie_rule()) if self.functions else PYTREC_PROFILE
 
-    def supports(self, measure: Measure) -> bool:
-        families = _OWN if self.functions else _PYTREC_KEYS
-        if measure.family not in families or measure.cutoff is None or measure.alpha is not None:
-            return False
-        own = self.profile(measure)
-        return measure.conventions(own) == own
+    @property
+    def support(self) -> Support:
+        return Support(families=frozenset(_OWN if self.functions else _PYTREC_KEYS),
+                       cutoff="required")
+
+    # pytrec_eval's failure on a listed query whose judgments are all negative
+    known_failure_shows = _pytrec_eval.SHOWS
+    known_failure_ceiling = _pytrec_eval.CEILING
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
-        if self.functions or not len(qrels):
+        if self.functions:
             return None
-        # pytrec_eval reads past its tables on a query whose every label is negative (see
-        # conformance.libs.trec_eval); int() first makes -0.5 a 0
-        q = all_negative_query(qrels, truncate=True)
-        if q is None:
-            return None
-        return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "
-                "pytrec_eval (inside MTEB) reads past its tables")
+        # int() first makes -0.5 a 0
+        return _pytrec_eval.refusal(qrels, run, "inside MTEB", truncate=True)
+
+    def failure_evidence(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        return None if self.functions else _pytrec_eval.evidence(qrels, run, truncate=True)
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         wanted, out = self.split_supported(measures)
         if not wanted:
             return out
-        failure = self.known_failure(qrels, run)
+        failure = self.refusal(qrels, run)
         if failure is None and duplicate_pair(run) is not None:
             q, d = duplicate_pair(run)
             failure = f"the run lists document {d!r} twice for query {q!r}; a results dict holds it once"

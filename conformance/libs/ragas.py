@@ -40,7 +40,7 @@ import math
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PRECISION_PROFILE = Conventions(
@@ -67,6 +67,7 @@ class RagasEntry(Entry):
     module = "ragas"
     distribution = "ragas"
     extra = "ragas"
+    # Tolerance: plain Python floats (double) over id sets: 1e-12
     tolerance = 1e-12
     description = "IDBasedContextPrecision (P) and IDBasedContextRecall (R), per sample"
 
@@ -76,13 +77,7 @@ class RagasEntry(Entry):
     def default_profile(self) -> Conventions:
         return PRECISION_PROFILE
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.family not in _METRICS or measure.alpha is not None:
-            return False
-        if measure.family == "P" and measure.cutoff is None:
-            return False
-        own = self.profile(measure)
-        return measure.conventions(own) == own
+    support = Support(families=frozenset(_METRICS), needs_cutoff=frozenset({"P"}))
 
     def evaluate(self, qrels: Qrels, run: Run, measures: list[Measure]) -> dict[Measure, LibraryValues]:
         wanted, out = self.split_supported(measures)

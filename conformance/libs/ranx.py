@@ -108,7 +108,7 @@ from __future__ import annotations
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.libs._nested import qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -176,6 +176,8 @@ class RanxEntry(Entry):
     library = "ranx"
     module = "ranx"
     distribution = "ranx"
+    # Tolerance: ranx's numba kernels compute in float64 from float64 scores and integer labels:
+    # double arithmetic alone, 1e-12
     tolerance = 1e-12
 
     def __init__(self, name: str, description: str, *, make_comparable: bool, profile: Conventions):
@@ -184,25 +186,32 @@ class RanxEntry(Entry):
         self.make_comparable = make_comparable
         self._profile = profile
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.alpha is not None:
-            return False
+    # the threshold is the metric's rel_lvl (at least 1); a graded measure's gain is its name
+    # (ndcg_burges)
+    support = Support(free_axes=frozenset({"relevance_threshold"}), min_threshold=1)
+
+    def names(self, measure: Measure) -> bool:
         f = measure.record
         if any(v != f.parameter(k).default for k, v in measure.params if k != "p"):
             return False  # ranx's metrics take no parameter but rbp's p (F1 has no beta)
         if measure.family == "RBP" and _rbp_digits(measure.param("p")) is None:
             return False
-        profile = self.profile(measure)
-        conv = measure.conventions(profile)
-        if _name(measure, conv) is None:
-            return False
-        extra = set(conv.differing_axes(profile)) - {"relevance_threshold"}
+        return _name(measure, measure.conventions(self.profile(measure))) is not None
+
+    def free_axes(self, measure: Measure) -> frozenset:
+        conv = measure.conventions(self.profile(measure))
         if measure.record.kind == "graded" and conv.gain == "exponential":
-            extra.discard("gain")
-        return not extra and conv.relevance_threshold >= 1
+            return self.support.free_axes | {"gain"}
+        return self.support.free_axes
 
     def profile(self, measure: Measure) -> Conventions:
         return self._profile.replace(**BY_FAMILY.get(measure.family, {}))
+
+    # bpref: every query 0, or NaN (wrong values); a label of 1024 or more under exponential gain:
+    # NaN or inf (no generated label is above 4). Bpref's ceiling: a case has a query with no
+    # relevant judged document or no judged non-relevant one often (measured: up to 60% of a run)
+    known_failure_shows = frozenset({"wrong_values"})
+    known_failure_ceiling = {"Bpref": 0.8, "*": 0.0}
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """ranx's bpref on a query with no relevant judged document (every query then scores
@@ -221,12 +230,18 @@ class RanxEntry(Entry):
             return None
         level = conv.relevance_threshold
         q, r = qrels_dict(qrels), run_dict(run)
-        for qid, docs in q.items():
-            labels = {d: int(v) for d, v in docs.items()}  # ranx truncates (add_multi)
-            if not any(v >= level for v in labels.values()):
+        if not self.make_comparable and set(q) != set(r):
+            return None  # ranx refuses the case by itself ("query ids do not match")
+        labels = {qid: {d: int(v) for d, v in docs.items()}  # ranx truncates (add_multi)
+                  for qid, docs in q.items()}
+        # a query whose bpref can be above 0: a relevant judged document retrieved
+        scoring = any(v >= level and d in r.get(qid, {})
+                      for qid, docs in labels.items() for d, v in docs.items())
+        for qid, docs in labels.items():
+            if scoring and not any(v >= level for v in docs.values()):
                 return (f"refused by the adapter: query {qid!r} has no relevant judged document, "
                         "on which ranx's bpref divides by zero and scores every query 0")
-            if all(v >= level for v in labels.values()) and any(d in labels for d in r.get(qid, {})):
+            if all(v >= level for v in docs.values()) and any(d in docs for d in r.get(qid, {})):
                 return (f"refused by the adapter: query {qid!r} has no judged non-relevant "
                         "document, on which ranx's bpref divides 0 by 0 (NaN)")
         return None
@@ -239,7 +254,7 @@ class RanxEntry(Entry):
         out: dict[Measure, LibraryValues] = {}
         wanted: dict[Measure, str] = {}
         for m in measures:
-            failure = self.known_failure(qrels, run, m)
+            failure = self.refusal(qrels, run, m)
             if failure is not None:
                 out[m] = LibraryValues(error=failure)
             elif self.supports(m):

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -88,13 +88,11 @@ class SentenceTransformersEntry(Entry):
     module = "sentence_transformers"
     distribution = "sentence-transformers"
     extra = "rag"
+    # Tolerance: numpy and Python floats (double) over the labels as given: 1e-12
     tolerance = 1e-12
     description = "InformationRetrievalEvaluator.compute_metrics on the run's lists"
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.family not in _KEYS or measure.cutoff is None or measure.alpha is not None:
-            return False
-        return measure.conventions(PROFILE) == PROFILE
+    support = Support(families=frozenset(_KEYS), cutoff="required")
 
     def profile(self, measure: Measure) -> Conventions:
         return PROFILE

@@ -45,7 +45,7 @@ from __future__ import annotations
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import ranked_lists
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 # Axes no nDCG/DCG value depends on (ap_denominator, k_beyond_list, rr_cutoff,
@@ -78,6 +78,8 @@ class SklearnEntry(Entry):
     library = "sklearn"
     module = "sklearn"
     distribution = "scikit-learn"
+    # Tolerance: scikit-learn computes in float64 from the labels and scores as given: double
+    # arithmetic alone, 1e-12
     tolerance = 1e-12
 
     def __init__(self, name: str, description: str, *, ignore_ties: bool = False,
@@ -99,12 +101,10 @@ class SklearnEntry(Entry):
             conv = conv.replace(discount=f"log:{self.log_base:g}")
         return conv
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.family not in self.families or measure.alpha is not None:
-            return False
-        base = self._base_profile(measure.family)
-        # a name that fixes an axis (nDCG(gain=exponential)) is computable only if it agrees
-        return measure.conventions(base) == base
+    # a name that fixes an axis (nDCG(gain=exponential)) is computable only if it agrees
+    @property
+    def support(self) -> Support:
+        return Support(families=frozenset(self.families))
 
     def profile(self, measure: Measure) -> Conventions:
         return self._base_profile(measure.family)

@@ -120,8 +120,9 @@ import numpy as np
 from conformance import isolation
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import all_negative_query, duplicate_pair, qrels_dict, run_dict
-from conformance.libs.base import Entry, LibraryValues, error_text
+from conformance.libs import _pytrec_eval
+from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
+from conformance.libs.base import Entry, LibraryValues, Support, error_text
 from conformance.measures import Measure
 
 # The binding is trec_eval 9's C code, so its profile is the trec_eval command line's
@@ -212,35 +213,39 @@ class TrecEvalEntry(Entry):
     library = "trec_eval"
     module = "pytrec_eval"
     distribution = "pytrec-eval-terrier"
-    tolerance = 1e-12  # trec_eval computes in double; only the sort key is float32
+    # Tolerance: trec_eval computes in double from integer labels; only the sort key is float32
+    # (score_precision): double arithmetic alone, 1e-12
+    tolerance = 1e-12
     description = "pytrec_eval.RelevanceEvaluator (trec_eval 9 code), relevance_level per measure"
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.alpha is not None:
-            return False
+    # only the threshold is a parameter of the call (relevance_level, at least 1); any other
+    # axis a name fixes must already be trec_eval's (ndcg with custom gains would abort the
+    # process) or be fixed by the measure string itself (gm_map: the geometric mean)
+    support = Support(free_axes=frozenset({"relevance_threshold"}), min_threshold=1)
+
+    def names(self, measure: Measure) -> bool:
         name = measure.record.name_in("trec_eval", measure.cutoff, measure.overrides)
         if name is None or name.text not in supported_measures():
             return False
-        if measure.family == "Utility" and measure.params != Measure("Utility").params:
-            return False  # utility's coefficients come back as 0.0 (see the module docstring)
-        conv = measure.conventions(PROFILE)
-        # only the threshold is a parameter of the call; any other axis a name fixes must
-        # already be trec_eval's (ndcg with custom gains would abort the process) or be fixed
-        # by the measure string itself (gm_map: the geometric mean)
-        if set(conv.differing_axes(PROFILE)) - {"relevance_threshold"} - {a for a, _ in name.fixed}:
-            return False
-        return conv.relevance_threshold >= 1
+        # utility's coefficients come back as 0.0 (see the module docstring)
+        return measure.family != "Utility" or measure.params == Measure("Utility").params
+
+    def free_axes(self, measure: Measure) -> frozenset:
+        name = measure.record.name_in("trec_eval", measure.cutoff, measure.overrides)
+        return self.support.free_axes | {a for a, _ in name.fixed}
 
     def profile(self, measure: Measure) -> Conventions:
         return PROFILE
 
+    # a listed query whose every judgment is negative (conformance.libs._pytrec_eval)
+    known_failure_shows = _pytrec_eval.SHOWS
+    known_failure_ceiling = _pytrec_eval.CEILING
+
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
-        q = all_negative_query(qrels)
-        if q is None:
-            return None
-        return (f"refused by the adapter: every judgment of query {q!r} is negative, on which "
-                "pytrec_eval reads past its tables (crash, hang or wrong counts; see the "
-                "module docstring)")
+        return _pytrec_eval.refusal(qrels, run)
+
+    def failure_evidence(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
+        return _pytrec_eval.evidence(qrels, run)
 
     def default_profile(self) -> Conventions:
         return PROFILE
@@ -256,7 +261,7 @@ class TrecEvalEntry(Entry):
                 by_level.setdefault(m.conventions(PROFILE).relevance_threshold, []).append(m)
         if not by_level:
             return out
-        failure = self.known_failure(qrels, run)
+        failure = self.refusal(qrels, run)
         if failure is not None:
             err = LibraryValues(error=failure)
             return {**out, **{m: err for ms in by_level.values() for m in ms}}

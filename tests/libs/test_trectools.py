@@ -50,3 +50,22 @@ def test_negative_labels_are_dropped_and_fractional_ones_below_one_refused():
     assert call("trectools", "nDCG@2", qrels, run).mean == pytest.approx(1 / L3, abs=1e-12)
     lv = call("trectools", "P@1", [("q", "a", 0.5)], [("q", "a", 1.0)])
     assert lv.error is not None and "rel > 0" in lv.error
+
+
+def test_the_refused_fractional_label_is_relevant_to_trectools_itself():
+    """Why the adapter refuses a label between 0 and 1, shown live: trectools itself, asked
+    anyway, counts a (0.5) relevant (rel > 0), which under relevance_threshold=1 it is not.
+    P@2 = 2/2 (a and b relevant), not 1/2; AP@2 = (1/1 + 2/2) / 2 = 1, not (1/2) / 1; RR@2 =
+    1/1 (a first), not 1/2."""
+    from conformance.io.data import Qrels, Run
+    from conformance.libs import entry
+    from conformance.libs.base import ask_library
+    from conformance.measures import parse_measure
+
+    qrels = Qrels.from_records([("q", "a", 0.5), ("q", "b", 1)])
+    run = Run.from_records([("q", "a", 2.0), ("q", "b", 1.0)])
+    e = entry("trectools")
+    for text, library_value in (("P@2", 1.0), ("AP@2", 1.0), ("RR@2", 1.0)):
+        m = parse_measure(text)
+        assert e.evaluate(qrels, run, [m])[m].error is not None  # refused by the adapter
+        assert ask_library(e, qrels, run, [m])[m].per_query == {"q": library_value}, text

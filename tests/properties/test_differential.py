@@ -39,14 +39,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from conformance import isolation
 from conformance.errors import EvaluationError
 from conformance.libs import all_entries
-from conformance.libs.base import Entry, LibraryValues, longest_list
+from conformance.libs.base import Entry, LibraryValues, ask_library, longest_list
 from conformance.measures import Measure
 from conformance.reference import Evaluation, evaluate
 from conformance.reference.prepare import Prepared
@@ -162,11 +166,117 @@ def _within(v: float, lo: float, hi: float, tol: float) -> bool:
     return lo - tol * max(1.0, abs(lo)) <= v <= hi + tol * max(1.0, abs(hi))
 
 
+# The kinds of refusal, each read from the reference's message (its first pattern) and from a
+# library's (its second), with the axis value that lifts the reference's refusal of that kind.
+# Both sides refusing passes only when their reasons are of one kind: the same kind, or, on a
+# case with two reasons (a negative label in a one-document list), the library's kind is one
+# the reference also refuses once its own first reason is lifted. A library's text that names
+# no kind of its own (a division by zero) is read as each kind in AMBIGUOUS.
+REFUSAL_KINDS: dict[str, tuple[str, str, tuple[str, str]]] = {
+    "negative label": (r"\(negative_labels=raise\)", r"negative", ("negative_labels", "keep")),
+    # pytrec_eval: "Expected relevance to be integer."; XGBoost: "label_is_integer"; LightGBM:
+    # "label should be int type"
+    "fractional label": (r"\(label_type=raise", r"integer|int type", ("label_type", "float")),
+    # pytrec_eval.parse_run's bare `assert object_id not in run[query_id]` (the only assert the
+    # adapters reach, and only on such a run); trectools: "Duplicated docid in line N."
+    "document listed twice": (r"listed twice", r"^AssertionError: $|Duplicated docid|twice",
+                              ("duplicates", "first")),
+    # sklearn's ndcg_score: "only meaningful when there is more than 1 document"; its
+    # label-ranking metrics read a one-column array as another format ("Only (...) formats")
+    "one-document list": (r"\(single_document=raise\)",
+                          r"more than 1 document|'multilabel-indicator'",
+                          ("single_document", "score")),
+    # ranx: "Qrels and Run query ids do not match"; BEIR's and MTEB's metric functions look a
+    # run query up in the qrels (KeyError naming it); MTEB divides by the queries it scored
+    # (ZeroDivisionError when no run query is judged)
+    "query sets differ": (r"query_set=(raise|\w+_strict)",
+                          r"query ids do not match|^KeyError: '", ("query_set", "run")),
+    "no relevant document": (r"empty_query=raise", r"no relevant|no positive|empty",
+                             ("empty_query", "zero")),
+}
+
+
+# A library's text -> the kinds it may be. MTEB and BEIR divide by the queries they scored or
+# by a query's relevant documents (ZeroDivisionError: which one, the text does not say); gdeval
+# (ir_measures) exits with an error status on a judgment that is not an integer
+# (bin/gdeval.pl: /^-?[0-9]+$/), its other deaths being known failures.
+AMBIGUOUS = {
+    r"^ZeroDivisionError": ("query sets differ", "no relevant document"),
+    r"^CalledProcessError: Command '\['perl'": ("fractional label",),
+    # a query the family cannot score (empty_query=raise's "empty"): torchmetrics' "a query with
+    # no positive target" (no negative one, for FallOut); LlamaIndex's "expected ids must be
+    # provided" (no relevant document)
+    r"query with no (positive|negative) target|expected ids must be provided":
+        ("no relevant document",),
+    # XGBoost: "label must be either 0 or positive integer"
+    r"label must be either 0 or positive integer": ("negative label", "fractional label"),
+}
+
+
+def refusal_kind(text: str, side: int) -> str | None:
+    """The kind of a refusal's text (``side`` 0: the reference's message, 1: a library's)."""
+    for kind, patterns in REFUSAL_KINDS.items():
+        if re.search(patterns[side], text, flags=re.IGNORECASE):
+            return kind
+    return None
+
+
+def library_kinds(text: str) -> tuple[str, ...]:
+    """The kinds a library's refusal may be of (none: of no known kind)."""
+    for pattern, kinds in AMBIGUOUS.items():
+        if re.search(pattern, text):
+            return kinds
+    kind = refusal_kind(text, 1)
+    return (kind,) if kind else ()
+
+
+def _reference_refuses_as(kind: str | None, case: Case, m: Measure, conv, ref_error: str) -> bool:
+    """Whether the reference, under ``conv``, refuses ``case`` for a reason of ``kind``: its own
+    first reason, or one it gives once the reasons before it are lifted."""
+    seen = []
+    while True:
+        own = refusal_kind(ref_error, 0)
+        seen.append(own)
+        if own is None or kind is None:
+            return False
+        if own == kind:
+            return True
+        axis, lifted = REFUSAL_KINDS[own][2]
+        conv = conv.replace(**{axis: lifted})
+        try:
+            evaluate(case.qrels, case.run, [m], conv)
+        except EvaluationError as exc:
+            ref_error = str(exc)
+        else:
+            return False
+        if len(seen) > len(REFUSAL_KINDS):
+            return False
+
+
+@dataclass
+class Outcome:
+    """What one comparison was: ``kind`` is "values" (at least one query's value compared),
+    "no values" (both computed, no query to compare), "refused" (both refused, for reasons of
+    the kind ``why``) or "known failure" (the entry's ``known_failure`` refused, ``why``);
+    ``problem`` is None when the two sides agree."""
+
+    kind: str
+    why: str | None = None
+    problem: str | None = None
+
+
 def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
             prep: Prepared | None = None) -> str | None:
     """None when the entry and the reference agree on ``case``; otherwise a readable report.
     ``lib`` (the entry's values for ``m``) and ``prep`` (the case joined once) may be given when
     several measures of one case are compared."""
+    return outcome(e, m, case, lib, prep).problem
+
+
+def outcome(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
+            prep: Prepared | None = None, trust_known: bool = True) -> Outcome:
+    """The comparison of ``compare``, saying what was compared. ``trust_known=False``: the
+    entry's ``known_failure`` is not consulted (the library was asked anyway)."""
     qrels, run = case.qrels, case.run
     conv = e.profile(m)
     if lib is None:
@@ -179,13 +289,22 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
         ref_error = str(exc)
 
     problems: list[str] = []
-    known = e.known_failure(qrels, run, m)
+    known = e.known_failure(qrels, run, m) if trust_known else None
+    kind, why = "values", None
     if known is not None:  # a documented library failure: the entry must refuse, with that reason
-        if lib.error == known:
-            return None
-        problems.append(f"the entry should refuse this case ({known}) but gave {lib!r}")
+        kind, why = "known failure", known
+        if lib.error != known:
+            problems.append(f"the entry should refuse this case ({known}) but gave {lib!r}")
     elif lib.error is not None and ref_error is not None:
-        return None
+        kinds = library_kinds(lib.error)
+        why = next((k for k in kinds if _reference_refuses_as(k, case, m, conv, ref_error)), None)
+        kind = "refused"
+        if why is None:
+            why = " or ".join(kinds) or None
+            problems.append(
+                f"both refuse the case, for reasons of different kinds: the library's "
+                f"({why or 'of no known kind'}: {lib.error}), the reference's "
+                f"({refusal_kind(ref_error, 0) or 'of no known kind'}: {ref_error})")
     elif lib.error is not None:
         problems.append(f"the library refused the case but the reference did not: {lib.error}")
     elif ref_error is not None:
@@ -214,18 +333,28 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
                 f"query ids differ: library {sorted(got)}, reference {sorted(lo_all)} "
                 f"(counted in the mean: {sorted(counted)})"
             )
+        compared = 0
         for q in sorted(got & set(lo_all)):
             v = lib.per_query[q]
             if q not in counted:  # left out of the mean (empty_query=skip): no value to match
                 if not math.isnan(v):
                     problems.append(f"{q}: library {v!r}, but the reference leaves it out")
                 continue
+            compared += 1
             lo, hi = lo_all[q], hi_all[q]
             tol = e.tolerance_for(m, longest_list(run))
+            if (not unspecified or lo == hi) and not (math.isnan(v) or math.isnan(lo)):
+                # a float32 sum's tolerance grows with the list (tolerance_for): read under the
+                # entry's own, as its gap grows too
+                gaps = GAPS.setdefault(e.name, {}).setdefault(
+                    e.tolerance if e.float32_sums else tol, [0.0, 0])
+                gaps[0] = max(gaps[0], abs(v - lo) / max(1.0, abs(lo)))
+                gaps[1] += 1
             ok = _within(v, lo, hi, tol) if unspecified else _close(v, lo, tol)
             if not ok:
                 want = f"[{lo!r}, {hi!r}]" if unspecified else repr(lo)
                 problems.append(f"{q}: library {v!r}, reference {want} (diff {v - lo:.3g})")
+        kind = "values" if compared else "no values"
         if lib.mean is not None:
             agg_lo, agg_hi = ref.reported_aggregate(m)
             tol = e.tolerance_for(m, longest_list(run))
@@ -235,7 +364,7 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
                 problems.append(f"mean: library {lib.mean!r}, reference aggregate {agg_lo!r}"
                                 + (f"..{agg_hi!r}" if unspecified else ""))
     if not problems:
-        return None
+        return Outcome(kind, why)
 
     if ref is not None:
         if conv.ties == "unspecified":
@@ -247,14 +376,20 @@ def compare(e: Entry, m: Measure, case: Case, lib: LibraryValues | None = None,
     else:
         ref_text = f"EvaluationError: {ref_error}"
     profile = ", ".join(f"{k}={v}" for k, v in conv.to_dict().items())
-    return (
+    return Outcome(kind, why, (
         f"\n{e.name} ({e.library} {e.version()}) disagrees with its profile on {m.text}:\n  "
         + "\n  ".join(problems)
         + f"\nlibrary:   per_query={lib.per_query}, mean={lib.mean!r}, error={lib.error!r}"
         + f"\nreference: {ref_text}"
         + f"\nprofile:   {profile}"
         + f"\ncase:\n{case.dump()}\n"
-    )
+    ))
+
+
+# The largest relative gap |library - reference| / max(1, |reference|) seen on values compared
+# exactly (not a range), and how many, per entry and tolerance applied, over this process's
+# comparisons: what test_tolerance_fits_measured_gaps holds each tolerance to.
+GAPS: dict[str, dict[float, list]] = {}
 
 
 # Entries with few groups (XGBoost, LightGBM: one measure family) get more examples per group,
@@ -270,21 +405,141 @@ def _examples(e: Entry, n: int) -> int:
     return max(1, n // SLOW.get(e.library, 1))
 
 
-def _check(e: Entry, spec: tuple, ks: tuple, examples: int, **case_options) -> None:
+@dataclass
+class Tally:
+    """What one run of generated cases compared, for one entry and one family: the outcomes
+    by kind (refusals by the kind of their reason), and the cases ``known_failure`` refused
+    (a few kept, to ask the library on them)."""
+
+    cases: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    refused: Counter = field(default_factory=Counter)
+    known: list = field(default_factory=list)
+    known_count: int = 0
+
+    def add(self, o: Outcome, m: Measure, case: Case) -> None:
+        self.cases += 1
+        self.outcomes[o.kind] += 1
+        if o.kind == "refused":
+            self.refused[o.why or "of no known kind"] += 1
+        if o.kind == "known failure" and o.problem is None:
+            self.known_count += 1
+            if len(self.known) < KNOWN_KEPT:
+                self.known.append((m, case))
+
+    def text(self) -> str:
+        refused = ", ".join(f"{k} {n}" for k, n in sorted(self.refused.items()))
+        return (f"{self.outcomes['values']} value comparisons, "
+                f"{self.outcomes['no values']} with no query to compare, "
+                f"{sum(self.refused.values())} both refusing ({refused or 'none'}), "
+                f"{self.known_count} known failures, of {self.cases}")
+
+
+# Known failures asked of the library, per family and run: the refused cases kept, in order,
+# until one shows the declared failure (each such call may start a process: about 0.5 s). One
+# must: a failure that is undefined behaviour (pytrec_eval reading past its tables) or a
+# coincidence of values (a value that a threshold does not change on this case) does not show
+# on every case, but shows on one of a few.
+KNOWN_KEPT = 3
+KNOWN_TIMEOUT = 60.0
+# The share ceiling is read on runs of at least this many cases (fewer say little about a share).
+SHARE_MIN_CASES = 12
+
+
+def confirm_known_failure(e: Entry, m: Measure, case: Case) -> str | None:
+    """Ask the library on a case ``e.known_failure`` refuses: None when it does what
+    ``e.known_failure_shows`` declares (raises, dies, or gives values its profile does not),
+    else the problem. A library declared able to die is asked in a process of its own."""
+    shows = e.known_failure_shows
+    qrels, run = case.qrels, case.run
+    if e.failure_evidence(qrels, run, m) is not None:  # seen by the call made to show it
+        return None
+    seen: str
+    try:
+        if "dies" in shows:
+            lib = isolation.one_shot(ask_library, e, qrels, run, [m], timeout=KNOWN_TIMEOUT)[m]
+        else:
+            lib = ask_library(e, qrels, run, [m])[m]
+    except isolation.Fault as fault:
+        seen, what = "dies", f"its process {fault}"
+    except isolation.Raised as exc:
+        seen, what = "raises", exc.text
+    else:
+        if lib.error is not None:
+            seen, what = ("dies" if "crashed" in lib.error or "did not finish" in lib.error
+                          else "raises"), lib.error
+        else:
+            problem = outcome(e, m, case, lib, trust_known=False).problem
+            seen, what = ("wrong_values", problem) if problem else ("", f"values {lib.per_query}")
+    if seen in shows or ("rounding" in shows and not seen):
+        return None
+    return (f"\n{e.name}: known_failure refuses this case ({e.known_failure(qrels, run, m)}), "
+            f"declaring that the library {' or '.join(sorted(shows)) or 'fails'} there, but "
+            f"asked anyway on {m.text} it {seen or 'gave its profile' + chr(39) + 's values'}: "
+            f"{what}\ncase:\n{case.dump()}\n")
+
+
+def check_tally(e: Entry, label: str, t: Tally, minimum: int, share: bool = True) -> list[str]:
+    """The run's own failures: too few value comparisons, too large a share refused by
+    known_failure (``share``: read on this run), a declared failure the library does not show
+    on any of the refused cases kept."""
+    problems = []
+    if t.outcomes["values"] < minimum:
+        problems.append(f"{e.name} {label}: {t.outcomes['values']} value comparisons, fewer "
+                        f"than the minimum {minimum} ({t.text()})")
+    family = label.split("(")[0].split("@")[0]
+    ceiling = e.ceiling_for(family)
+    if share and t.cases >= SHARE_MIN_CASES and t.known_count > ceiling * t.cases:
+        problems.append(f"{e.name} {label}: known_failure refused {t.known_count} of {t.cases} "
+                        f"cases, above its declared ceiling {ceiling:.0%} ({t.text()})")
+    asked = []
+    for m, case in t.known:
+        asked.append(confirm_known_failure(e, m, case))
+        if asked[-1] is None:
+            break
+    if asked and None not in asked:
+        problems.append(f"{e.name} {label}: the declared failure shows on none of the "
+                        f"{len(asked)} refused cases asked:" + "".join(asked))
+    return problems
+
+
+# The fewest value-carrying comparisons one group's clean-label run must make in the default
+# run (of CLEAN_EXAMPLES or more cases, each with a query in both inputs by construction): a
+# fifth of its cases, 3 of 16. Measured, the fewest is ranx's Bpref, 4 of 16 (ranx refuses
+# unequal query sets, and its bpref known failure a query with no relevant judged document);
+# most groups compare values on 12 or more of 16.
+def minimum_values(cases: int) -> int:
+    return max(1, cases // 5)
+
+
+def _check(e: Entry, spec: tuple, ks: tuple, examples: int, minimum: int | None = None,
+           share: bool = True, **case_options) -> Tally:
+    """Run the group's generated cases; ``minimum``: the fewest value comparisons required
+    (None: the run's share of minimum_values); ``share``: hold known_failure's share of the
+    cases to its ceiling."""
     family, params, overrides = spec
     if family in NUMERIC_QIDS:
         case_options["numeric_qids"] = True
+    tally = Tally()
+    n = _examples(e, examples)
 
-    @_settings(_examples(e, examples))
+    @_settings(n)
     @given(k=st.sampled_from(ks), case=cases(**case_options))
     def check(k, case: Case) -> None:
         m = measure_of(family, k, params, overrides)
         note(case.dump())
-        problem = compare(e, m, case)
-        if problem is not None:
-            pytest.fail(problem, pytrace=False)
+        o = outcome(e, m, case)
+        if o.problem is not None:
+            pytest.fail(o.problem, pytrace=False)
+        tally.add(o, m, case)
 
     check()
+    label = _label(family, ks != (None,), params, overrides)
+    problems = check_tally(e, label, tally, minimum_values(n) if minimum is None else minimum,
+                           share)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+    return tally
 
 
 @pytest.mark.parametrize("e,spec,ks", GROUPS)
@@ -295,8 +550,40 @@ def test_clean_labels(e: Entry, spec: tuple, ks: tuple) -> None:
 
 @pytest.mark.parametrize("e,spec,ks", GROUPS)
 def test_negative_or_fractional_labels(e: Entry, spec: tuple, ks: tuple) -> None:
+    """Refusals are the point here (a profile that refuses such labels must be seen to); the
+    values still compared are not counted against a minimum, and a known failure on such labels
+    is refused on many of these cases by construction (its share is read on the other runs)."""
     _require_available(e)
-    _check(e, spec, ks, UNUSUAL_EXAMPLES, negative=True, fractional=True, require_unusual=True)
+    _check(e, spec, ks, UNUSUAL_EXAMPLES, minimum=0, share=False, negative=True, fractional=True,
+           require_unusual=True)
+
+
+# Cases of the no-shared-query family per entry, each checked on every measure it supports.
+NO_SHARED_EXAMPLES = max(1, EXAMPLES // 3)
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
+def test_no_shared_query(e: Entry) -> None:
+    """Cases whose run and qrels share no query: a family of its own, since there is no value
+    to compare (both sides give no query, or refuse for reasons of one kind). Each case is
+    checked on every measure the entry supports, one cutoff drawn per case."""
+    _require_available(e)
+    ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
+
+    @_settings(max(1, NO_SHARED_EXAMPLES // SLOW.get(e.library, 1)))
+    @given(k=st.sampled_from(ks), numeric=st.booleans(), data=st.data())
+    def check(k: int, numeric: bool, data) -> None:
+        case = data.draw(cases(shared=False, numeric_qids=numeric))
+        note(case.dump())
+        measures = _fuzz_measures(e, k)
+        libs = e.evaluate(case.qrels, case.run, measures)
+        prep = Prepared(case.qrels, case.run)
+        for m in measures:
+            o = outcome(e, m, case, libs[m], prep)
+            if o.problem is not None:
+                pytest.fail(o.problem, pytrace=False)
+
+    check()
 
 
 @pytest.mark.parametrize("e,spec,ks", GROUPS)
@@ -304,7 +591,7 @@ def test_duplicate_listings(e: Entry, spec: tuple, ks: tuple) -> None:
     """Runs that may list a document twice for one query (a RAG retriever's chunks): the entry
     keeps, collapses or refuses them as its profile's ``duplicates`` says."""
     _require_available(e)
-    _check(e, spec, ks, UNUSUAL_EXAMPLES, duplicates=True)
+    _check(e, spec, ks, UNUSUAL_EXAMPLES, minimum=0, duplicates=True)
 
 
 # The long fuzz: CONFORMANCE_FUZZ=N runs N generated cases per entry, each case checked on every
@@ -327,13 +614,27 @@ def _fuzz_measures(e: Entry, k: int) -> list[Measure]:
     return out
 
 
+def _spec(m: Measure) -> str:
+    """The family of the fuzz a measure belongs to: its name with the cutoff as ``@k``."""
+    return re.sub(r"@\d+$", "@k", m.text)
+
+
+# The fewest value-carrying comparisons each entry-family pair must make in the long run: a
+# tenth of its cases (a third of them are clean, and on most of those both sides give values;
+# the other two thirds carry a negative or fractional label, or a document listed twice, which
+# many profiles refuse). The default run's minimum is minimum_values.
+def long_minimum(cases: int) -> int:
+    return max(1, cases // 10)
+
+
 @pytest.mark.skipif(not FUZZ, reason="long fuzz: set CONFORMANCE_FUZZ=N (cases per entry)")
 @pytest.mark.parametrize("e", [e for e in ENTRIES if e.library not in BATCHED],
                          ids=[e.name for e in ENTRIES if e.library not in BATCHED])
 def test_fuzz_entry(e: Entry) -> None:
     _require_available(e)
     ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
-    counts = {"cases": 0, "comparisons": 0}
+    counts = {"cases": 0}
+    tallies: dict[str, Tally] = {}
 
     @settings(max_examples=FUZZ, deadline=None, database=None, print_blob=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -353,22 +654,26 @@ def test_fuzz_entry(e: Entry) -> None:
         libs = e.evaluate(qrels, run, measures)
         prep = Prepared(qrels, run)
         for m in measures:
-            counts["comparisons"] += 1
-            fam = counts.setdefault("by_family", {})
-            fam[m.family] = fam.get(m.family, 0) + 1
-            problem = compare(e, m, case, libs[m], prep)
-            if problem is not None:
+            o = outcome(e, m, case, libs[m], prep)
+            if o.problem is not None:
                 if not counts.get("failed"):  # shrinking a long run can take many minutes
                     counts["failed"] = 1
-                    print(f"FUZZ {e.name}: first failing case (before shrinking):{problem}",
+                    print(f"FUZZ {e.name}: first failing case (before shrinking):{o.problem}",
                           flush=True)
-                pytest.fail(problem, pytrace=False)
+                pytest.fail(o.problem, pytrace=False)
+            tallies.setdefault(_spec(m), Tally()).add(o, m, case)
 
     try:
         check()
     finally:
-        print(f"\nFUZZ {e.name}: {counts['cases']} cases, {counts['comparisons']} comparisons; "
-              f"by family: {dict(sorted(counts.get('by_family', {}).items()))}")
+        print(f"\nFUZZ {e.name}: {counts['cases']} cases; by family (value comparisons, "
+              "no query to compare, both refusing by kind, known failures):")
+        for spec, t in sorted(tallies.items()):
+            print(f"FUZZ {e.name} | {spec} | {t.text()}")
+    problems = [p for spec, t in sorted(tallies.items())
+                for p in check_tally(e, spec, t, long_minimum(t.cases))]
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 # The batched check: per entry of a BATCHED library, BATCHES batches of BATCH cases each, every
@@ -440,3 +745,49 @@ def test_missing_library_fails_unless_allowed(monkeypatch) -> None:
     monkeypatch.setenv("CONFORMANCE_ALLOW_MISSING", "other,nolib")
     with pytest.raises(pytest.skip.Exception):
         _require_available(Missing())
+
+
+# A tolerance may be at most TOLERANCE_RATIO times the largest gap measured under it. A gap
+# below GAP_FLOOR is read as GAP_FLOOR: two double computations of one formula in different
+# orders part by a few units of 2^-52 on these short sums (measured: up to 4.4e-16), and
+# 1e-12, every float64 entry's tolerance, is 1,000 times 1e-15.
+TOLERANCE_RATIO = 1000
+GAP_FLOOR = 1e-15
+# Exactly compared values an entry needs before its gaps are read; run alone (-k), the test
+# measures on generated cases of its own until it has them, or gives up after GAP_CASES.
+GAP_VALUES = 30
+GAP_CASES = 60
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
+def test_tolerance_fits_measured_gaps(e: Entry) -> None:
+    """No tolerance hides a disagreement it does not need to: each tolerance an entry applies is
+    at most TOLERANCE_RATIO times the largest gap measured under it (this module's groups ran
+    first, in file order; the test measures on its own cases when they did not)."""
+    _require_available(e)
+    ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
+
+    def measured() -> int:
+        return sum(n for _, n in GAPS.get(e.name, {}).values())
+
+    if measured() < GAP_VALUES:
+        @_settings(max(1, GAP_CASES // SLOW.get(e.library, 1)))
+        @given(k=st.sampled_from(ks), data=st.data())
+        def measure(k: int, data) -> None:
+            case = data.draw(st.one_of(cases(), cases(negative=True, fractional=True,
+                                                      require_unusual=True)))
+            measures = _fuzz_measures(e, k)
+            libs = e.evaluate(case.qrels, case.run, measures)
+            for m in measures:
+                o = outcome(e, m, case, libs[m])
+                if o.problem is not None:
+                    pytest.fail(o.problem, pytrace=False)
+
+        measure()
+    assert measured() >= min(GAP_VALUES, 1), f"{e.name}: no value compared exactly"
+    loose = {tol: (gap, n) for tol, (gap, n) in GAPS[e.name].items()
+             if tol > TOLERANCE_RATIO * max(gap, GAP_FLOOR)}
+    assert not loose, (
+        f"{e.name}: tolerances more than {TOLERANCE_RATIO} times the largest gap measured under "
+        "them: " + "; ".join(f"{tol:.3g} (largest gap {gap:.3g} over {n} values)"
+                             for tol, (gap, n) in sorted(loose.items())))

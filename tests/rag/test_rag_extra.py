@@ -1,13 +1,14 @@
 """What needs the rag extra (bm25s, the packaged all-MiniLM-L6-v2): the embedding judge and the
-example's live rebuild. CI installs the extra (scripts/install-test.sh), so there these tests
-must run: they fail when it is missing. Elsewhere they are skipped, and say so."""
+example's live rebuild. Like every test of a library, these FAIL when the extra is missing,
+unless ``CONFORMANCE_ALLOW_MISSING`` names it (``rag``, or one of its modules): then they are
+reported as skipped, never as passed (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+from conftest import allowed_missing
 
 from conformance.rag import extra
 
@@ -16,9 +17,11 @@ from conformance.rag import extra
 def need_extra():
     if not extra.available(extra.BM25_MODULES + extra.MINILM_MODULES):
         message = f"the rag extra is not installed ({extra.install()})"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + ": CI installs it, so these tests must run")
-        pytest.skip(message)
+        names = {"rag", *extra.BM25_MODULES, *extra.MINILM_MODULES}
+        if allowed_missing() & names:
+            pytest.skip(message + " (allowed by CONFORMANCE_ALLOW_MISSING)")
+        pytest.fail(message + "; install it, or set CONFORMANCE_ALLOW_MISSING=rag to report "
+                    "these tests as skipped")
 
 
 def test_the_embedding_judge_scores_paraphrase_and_nonsense_apart():

@@ -6,7 +6,7 @@ something readable. The generator aims at the places where conventions part:
 
 - ties: scores drawn from a small pool, so equal scores are common; near-ties that collapse in
   float32 (1.0 and 1.0 + 1e-9, 1e8 and 1e8 + 1) sit in the pool too;
-- labels 0..4; optionally negative (-1, -2) and fractional (0.5, 1.5, 2.25) labels;
+- labels 0..4; optionally negative (-1, -2) and fractional (0.5, 1.5, 2.25, 0.3) labels;
 - unjudged retrieved documents, judged documents never retrieved, queries with no relevant
   document (all labels 0), one-document lists, lists shorter than the cutoffs tested (up to 20);
 - document ids whose byte order differs from their numeric order (``d10`` < ``d9``), and query
@@ -46,7 +46,8 @@ _COSINES = [float(np.float32(x)) for x in (0.8372, 0.7165, 0.5013, -0.1275)]
 COSINE_POOL = _COSINES + [c + 1e-9 for c in _COSINES[:2]]
 CLEAN_LABELS = [0.0, 1.0, 2.0, 3.0, 4.0]
 NEGATIVE_LABELS = [-1.0, -2.0]
-FRACTIONAL_LABELS = [0.5, 1.5, 2.25]
+# 0.3 is no float32 number: a library that reads labels as float32 (XGBoost) is seen to
+FRACTIONAL_LABELS = [0.5, 1.5, 2.25, 0.3]
 
 # How a query takes part: in both inputs (most of the time), only in the run, only in the qrels.
 ROLES = ["both", "both", "both", "both", "run_only", "qrels_only"]
@@ -92,8 +93,13 @@ def cases(
     max_docs: int = 15,
     numeric_qids: bool = False,
     duplicates: bool = False,
+    shared: bool = True,
 ) -> Case:
     """A (qrels, run) case.
+
+    ``shared`` (the default): at least one query is in both inputs, so that the case has a value
+    to compare, and half the time every query is; ``shared=False``: none is (each query is only in the run or only in the qrels),
+    the family of cases with nothing to compare.
 
     ``negative`` / ``fractional`` allow negative and non-integer labels; with ``require_unusual``
     at least one judged document carries such a label: three times in four a retrieved document
@@ -111,9 +117,12 @@ def cases(
     )
     pool_qids = NUMERIC_QIDS if numeric_qids else QIDS
     qids = draw(st.lists(st.sampled_from(pool_qids), min_size=1, max_size=max_queries, unique=True))
-    roles = [draw(st.sampled_from(ROLES)) for _ in qids]
-    if require_unusual and "both" not in roles:
-        roles[0] = "both"  # so that some judged document is retrieved
+    if shared and draw(st.booleans()):  # half the time one query set, as most inputs have
+        roles = ["both"] * len(qids)
+    else:
+        roles = [draw(st.sampled_from(ROLES if shared else ROLES[-2:])) for _ in qids]
+    if shared and "both" not in roles:
+        roles[draw(st.integers(0, len(roles) - 1))] = "both"
 
     run_blocks: list[list[tuple[str, str, float]]] = []
     qrels_records: list[tuple[str, str, float]] = []
@@ -132,7 +141,7 @@ def cases(
             run_blocks.append([(qid, d, s) for d, s in zip(listed, scores)])
         if role == "run_only":
             continue
-        no_relevant = draw(st.booleans())
+        no_relevant = draw(st.integers(0, 3)) == 0  # one query in four has no relevant document
         labels = [x for x in pool if x < 1] if no_relevant else pool
         # None: the retrieved document is not judged (about one in four)
         judged_labels = draw(st.lists(st.sampled_from([None] + labels + labels + labels),
@@ -152,6 +161,8 @@ def cases(
         qrels_records.extend((qid, d, label) for d, label in zip(extra, extra_labels))
 
     if require_unusual:
+        if not shared:
+            raise ValueError("require_unusual needs a query in both inputs (shared=True)")
         if not unusual:
             raise ValueError("require_unusual needs negative or fractional labels allowed")
         # Mostly on a document the libraries see (then a refusing profile must refuse), sometimes
