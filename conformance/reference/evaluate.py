@@ -22,6 +22,8 @@ from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READ
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference.ranking import exponential_shift, gains, rank
 from conformance.reference.reshape import reshaped
+from conformance.reference.trace import Trace
+from conformance.reference.trace import build as build_trace
 
 
 @dataclass
@@ -43,6 +45,8 @@ class Evaluation:
     curve: dict[Measure, tuple[float, float]] = field(default_factory=dict)
     # Under rounding=N: the values before rounding, (lower, upper), which the mean is taken of.
     unrounded: dict[Measure, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # Asked for by evaluate(..., trace=queries): measure -> qid -> the pieces of its value
+    traces: dict[Measure, dict[str, Trace]] = field(default_factory=dict)
 
     def aggregate(self, m: Measure, upper: bool = False) -> float:
         """Mean over counted queries (sum for the Num* counts; under ``mean=geometric`` the
@@ -118,11 +122,14 @@ def evaluate(
     run: Run | None,
     measures: Sequence[Measure],
     conventions: Conventions,
+    trace: Sequence[str] = (),
 ) -> Evaluation:
     """Per-query values and aggregates of ``measures`` under ``conventions``.
 
     ``qrels`` may be a :class:`Prepared` (then ``run`` is None) so that many convention sets
-    share one join. Raises EvaluationError where a convention refuses the input.
+    share one join. Raises EvaluationError where a convention refuses the input. ``trace``:
+    queries whose pieces (``conformance.reference.trace``) come back in ``traces``, from the
+    same arithmetic as the values (a scored query only).
     """
     prep = qrels if isinstance(qrels, Prepared) else Prepared(qrels, run)
     groups: dict[Conventions, list[Measure]] = {}
@@ -130,13 +137,14 @@ def evaluate(
         groups.setdefault(m.conventions(conventions), []).append(m)
     result: Evaluation | None = None
     for conv, group in groups.items():
-        part = _evaluate_group(reshaped(prep, conv), group, conv)
+        part = _evaluate_group(reshaped(prep, conv), group, conv, tuple(trace))
         if result is None:
             result = part
         else:  # the query set is fixed by query_set, which measure names cannot override
             if not np.array_equal(result.qids, part.qids):
                 raise EvaluationError("measures in one evaluation disagree on the query set")
-            for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded"):
+            for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded",
+                      "traces"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
         shaped = reshaped(prep, conventions)
@@ -148,10 +156,12 @@ UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic
                     "unjudged_first", "judged_first"}
 
 
-def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) -> Evaluation:
+def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
+                    trace: tuple[str, ...] = ()) -> Evaluation:
     scored = scored_queries(prep, conv)
     local = np.cumsum(scored) - 1  # global query index -> index among scored queries
     nq = int(scored.sum())
+    traced = _traced(prep, scored, local, trace)
 
     # Which labels the evaluation reads, for the conventions that refuse some labels: the
     # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
@@ -242,7 +252,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
     judged_ideal = JudgedIdeal(jgain, jq, nq, conv)  # one for every order and both halves
-    keep_labels = any(m.family in READS_LABELS for m in measures)
+    keep_labels = bool(traced) or any(m.family in READS_LABELS for m in measures)
     pooled = None
     if any(m.family in READS_POOL for m in measures):
         # judged with a negative label: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
@@ -261,7 +271,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             labels = masked_labels if masked else sel(run_labels)
             ranked = rank(take(q_rows), take(primary), take(doc), take(sel(prep.run_order)),
                           take(labels), nq, conv, tie_rule, keep_labels=keep_labels,
-                          pooled=None if pooled is None else take(pooled), gain_shift=shift)
+                          pooled=None if pooled is None else take(pooled), gain_shift=shift,
+                          keep_order=bool(traced))
             ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal,
                           judged_label=jlab)
             if masked and conv.ideal == "retrieved":
@@ -298,15 +309,25 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
                 contexts = [cached(t, masked) for t in END_RULES[m.record.ends]]
             else:
                 contexts = [cached(conv.ties, masked)]
-            out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+            if traced:
+                shown[m] = []
+                out[m] = []
+                for ctx in contexts:
+                    ctx.shown = {}
+                    out[m].append(FORMULAS[m.family](ctx, m))
+                    shown[m].append((ctx, ctx.shown))
+                    ctx.shown = None
+            else:
+                out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
             if m.family in CURVES:
                 curves[m] = [lambda counted, fill, ctx=ctx, m=m: CURVES[m.family](ctx, m, counted, fill)
                              for ctx in contexts]
         return out
 
     curves: dict[Measure, list] = {}
+    shown: dict[Measure, list] = {}  # under a trace: (context, pieces shown) per order
     halves = prep.run_halves if q_rows is prep.run_q else query_halves(q_rows, nq)
-    if any(m.family in CURVES for m in measures):
+    if traced or any(m.family in CURVES for m in measures):
         halves = [slice(None)]  # a curve is averaged over every query at once
     if len(halves) == 2:
         # Two threads, one per half of the queries (``parallel``). Every value is a function of
@@ -359,6 +380,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions) 
             lo, hi = round_half_even(lo, conv.rounding), round_half_even(hi, conv.rounding)
         out.per_query[m], out.upper[m], out.counted[m] = lo, hi, counted
         out.conventions[m] = conv
+        if traced:
+            out.traces[m] = _traces(prep, rows, jmask, q_rows, primary, traced, shown[m],
+                                    results_m, settled, lo, hi, counted)
         if m in curves:
             fill = {"zero": 0.0, "one": 1.0, "nan": np.nan}.get(conv.empty_query)
             ends = [f(counted, fill) for f in curves[m]]
@@ -376,6 +400,48 @@ END_RULES = {
     "judged": ("unjudged_first", "judged_first"),
     "none": ("pessimistic", "optimistic"),
 }
+
+
+def _traced(prep: Prepared, scored: np.ndarray, local: np.ndarray,
+            trace: tuple[str, ...]) -> dict[str, int]:
+    """qid -> index among the scored queries, for the traced queries that are scored."""
+    out = {}
+    for qid in trace:
+        gi = int(np.searchsorted(prep.qids, qid))
+        if gi < prep.qids.size and prep.qids[gi] == qid and scored[gi]:
+            out[qid] = int(local[gi])
+    return out
+
+
+def _traces(prep, rows, jmask, q_rows, primary, traced, shown, results_m, settled, lo, hi,
+            counted) -> dict[str, Trace]:
+    """Each traced query's trace, from the order whose value is the query's low end."""
+    vocab = prep._doc_vocab
+    judged_rows = np.flatnonzero(jmask)
+
+    def run_rows(order):
+        return order if rows is None else rows[order]
+
+    def docs_of(order):
+        return vocab.take(prep.run_doc_code[run_rows(order)]).to_pylist()
+
+    def raw_of(order):
+        return prep.run_label[run_rows(order)]
+
+    def judged_docs(mine):
+        return vocab.take(prep.qrels_doc_code[judged_rows[mine]]).to_pylist()
+
+    out = {}
+    for qid, q in traced.items():
+        ends = [v[q] for v in settled]
+        j = min(range(len(ends)), key=lambda i: (np.isnan(ends[i]), ends[i]))
+        ctx, pieces = shown[j]
+        values, empty = results_m[j]
+        t = build_trace(ctx, pieces, q, qid, values, empty, docs_of, raw_of, primary,
+                        judged_docs, listed=int(np.count_nonzero(q_rows == q)))
+        t.value, t.counted = (float(lo[q]), float(hi[q])), bool(counted[q])
+        out[qid] = t
+    return out
 
 
 def _refuse_unscaled(measures: list[Measure], conv: Conventions, labels: np.ndarray) -> None:

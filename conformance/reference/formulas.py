@@ -94,6 +94,18 @@ class Context:
     judged_label: np.ndarray | None = None  # per qrels row of scored queries: label (as judged_q)
     _judged: np.ndarray | None = None
     _query_of_rows: np.ndarray | None = None
+    # Under a trace (``conformance.reference.trace``): what the formula just computed, by name
+    # (per-query arrays, or the text naming a denominator); None: not tracing, nothing kept.
+    shown: dict | None = None
+
+    def show(self, **pieces) -> None:
+        """Keep the pieces a formula computed its value from, for the trace: ``sums`` names
+        the per-row column (``conformance.reference.trace.COLUMNS``) whose sum over each
+        query's top ``cut`` rows is ``numerator``; ``denominator`` and ``denominator_is``
+        (its name in the formula); ``ideal_cut``: the ideal rows IDCG sums. A no-op unless a
+        trace asked for them."""
+        if self.shown is not None:
+            self.shown.update(pieces)
 
     def grouped(self) -> Ranked | None:
         """The ranking with its tied documents grouped (``ties=average``) when the order inside
@@ -211,6 +223,15 @@ class Context:
                     self._idcg[k] = self.judged_ideal.idcg(k)
         return self._idcg[k]
 
+    def ideal_cut(self, k: int | None) -> np.ndarray:
+        """Per query: how many of the ideal's sorted gains IDCG@k sums: min(k, the ideal's
+        size), and under ``ideal=judged_to_list`` at most the list's length too."""
+        _, _, count = self.ideal_gains()
+        cut = count if k is None else np.minimum(count, clamp_cutoff(k))
+        if self.conv.ideal == "judged_to_list":
+            cut = np.minimum(cut, self.ranked.n)
+        return cut
+
     def has_gain(self) -> np.ndarray:
         """Per query: whether some document of the ideal source (the judged documents, or the
         ranked list under ideal=retrieved) has a nonzero gain."""
@@ -283,14 +304,20 @@ def precision(ctx: Context, m: Measure) -> Result:
     With ``k_beyond_list=min_k_n`` the denominator is min(k, n); a query that retrieved
     nothing then scores 0 (0/0 read as nothing found). Empty when R = 0.
     """
-    val = _safe_div(ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff))
-    return val, ctx.R == 0
+    num, den = ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff)
+    ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=den,
+             denominator_is="n" if m.cutoff is None else (
+                 "min(k, n)" if ctx.conv.k_beyond_list == "min_k_n" else "k"))
+    return _safe_div(num, den), ctx.R == 0
 
 
 def recall(ctx: Context, m: Measure) -> Result:
     """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0."""
     R = ctx.R
-    return _safe_div(ctx.relevant_in_top(m.cutoff), R.astype(float)), R == 0
+    num = ctx.relevant_in_top(m.cutoff)
+    ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=R,
+             denominator_is="R")
+    return _safe_div(num, R.astype(float)), R == 0
 
 
 def capped_recall(ctx: Context, m: Measure) -> Result:
@@ -325,7 +352,10 @@ def f1(ctx: Context, m: Measure) -> Result:
 def success(ctx: Context, m: Measure) -> Result:
     """Success@k = 1 if a relevant document is in the top k, else 0 (under ``average``: the
     probability of that). Empty when R = 0."""
-    return ctx.ranked.upto(ctx.ranked.p_first, m.cutoff), ctx.R == 0
+    value = ctx.ranked.upto(ctx.ranked.p_first, m.cutoff)
+    ctx.show(sums="p_first", cut=ctx.ranked.cut(m.cutoff), numerator=value,
+             denominator=np.ones(value.size), denominator_is="1")
+    return value, ctx.R == 0
 
 
 def reciprocal_rank(ctx: Context, m: Measure) -> Result:
@@ -337,7 +367,10 @@ def reciprocal_rank(ctx: Context, m: Measure) -> Result:
     k = m.cutoff if ctx.conv.rr_cutoff == "honour" else None
     r = ctx.ranked
     if ctx.tie_rule == "average":  # p_first is spread over the first group's rows
-        return r.upto(r.p_first / np.maximum(r.pos, 1), k), ctx.R == 0
+        values = r.upto(r.p_first / np.maximum(r.pos, 1), k)
+        ctx.show(sums="rr_term", cut=r.cut(k), numerator=values,
+                 denominator=np.ones(r.n_queries), denominator_is="1")
+        return values, ctx.R == 0
     # Otherwise p_first is 1.0 on each query's first relevant row and 0.0 elsewhere, so the
     # sum over the top k is that one term: read from those rows alone (the same value as the
     # sum, to the bit: adding 0.0 to a positive number leaves it as it is).
@@ -347,6 +380,8 @@ def reciprocal_rank(ctx: Context, m: Measure) -> Result:
     q = np.searchsorted(r.start + r.n, at, side="right")  # the query whose rows hold each one
     values = np.zeros(r.n_queries)
     values[q] = r.p_first[at] / r.pos[at]
+    ctx.show(sums="rr_term", cut=r.cut(k), numerator=values, denominator=np.ones(r.n_queries),
+             denominator_is="1")
     return values, ctx.R == 0
 
 
@@ -375,14 +410,16 @@ def average_precision(ctx: Context, m: Measure) -> Result:
     num = ctx.ranked.upto(ctx.ranked.ap_term, k)
     R = ctx.R.astype(float)
     if ctx.conv.ap_denominator == "relevant":
-        den = R
+        den, what = R, "R"
     elif ctx.conv.ap_denominator == "retrieved_relevant":
         if ctx.tie_rule in ("pessimistic", "optimistic") and ctx.tie_groups is not None:
             return _ap_retrieved_relevant_end(ctx, k), R == 0
         ctx.require_fixed_count(k, f"AP@{k} with ap_denominator=retrieved_relevant")
-        den = ctx.relevant_in_top(k)
+        den, what = ctx.relevant_in_top(k), "relevant in the top k"
     else:
-        den = R if k is None else np.minimum(R, float(k))
+        den, what = (R, "R") if k is None else (np.minimum(R, float(k)), "min(k, R)")
+    ctx.show(sums="ap_term", cut=ctx.ranked.cut(k), numerator=num, denominator=den,
+             denominator_is=what)
     return _safe_div(num, den), R == 0
 
 
@@ -441,6 +478,8 @@ def r_precision(ctx: Context, m: Measure) -> Result:
     kk = np.minimum(r.n, R)
     x = range_upto(r, r.e_rel, kk)
     den = R.astype(float) if ctx.conv.k_beyond_list == "k" else kk.astype(float)
+    ctx.show(sums="rel", cut=kk, numerator=x, denominator=den,
+             denominator_is="R" if ctx.conv.k_beyond_list == "k" else "min(R, n)")
     return _safe_div(x, den), R == 0
 
 
@@ -458,6 +497,8 @@ def dcg(ctx: Context, m: Measure) -> Result:
     ideal cut to 0 at k are not empty, and a negative sum stands (scikit-learn's dcg_score)."""
     r = ctx.ranked
     val = r.upto(ctx.discounted_gains(), m.cutoff)
+    ctx.show(sums="discounted", cut=r.cut(m.cutoff), numerator=val,
+             denominator=np.ones(val.size), denominator_is="1")
     return val, ~ctx.has_gain()
 
 
@@ -471,6 +512,9 @@ def ndcg(ctx: Context, m: Measure) -> Result:
     r = ctx.ranked
     d = r.upto(ctx.discounted_gains(), m.cutoff)
     ideal = ctx.idcg(m.cutoff)
+    if ctx.shown is not None:
+        ctx.show(sums="discounted", cut=r.cut(m.cutoff), numerator=d, denominator=ideal,
+                 denominator_is="IDCG@k", ideal_cut=ctx.ideal_cut(m.cutoff))
     empty = ideal == 0 if ctx.conv.negative_ideal == "divide" else ideal <= 0
     return _safe_div(d, ideal), empty
 
