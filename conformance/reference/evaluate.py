@@ -359,10 +359,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                     "tied documents and not in others, so empty_query=skip cannot decide "
                     "whether it counts; choose another tie rule")
             if conv.query_set == "qrels_strict":
-                # a judged query missing from the run scores 0, whatever its judgments
-                missing = ~prep.in_run[scored]
-                if missing.any():
-                    results_m = [(np.where(missing, 0.0, v), e & ~missing) for v, e in results_m]
+                results_m = [missing_score_zero(v, e, ~prep.in_run[scored]) for v, e in results_m]
             settled = []
             for values, empty in results_m:
                 if empty.any():
@@ -400,6 +397,15 @@ END_RULES = {
     "judged": ("unjudged_first", "judged_first"),
     "none": ("pessimistic", "optimistic"),
 }
+
+
+def missing_score_zero(values: np.ndarray, empty: np.ndarray,
+                       missing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``query_set=qrels_strict``: a judged query missing from the run (``missing``) scores 0,
+    whatever its judgments (never empty)."""
+    if not missing.any():
+        return values, empty
+    return np.where(missing, 0.0, values), empty & ~missing
 
 
 def _traced(prep: Prepared, scored: np.ndarray, local: np.ndarray,

@@ -169,8 +169,11 @@ class Context:
             return r.label[ok], q[ok]
         return self.judged_label, self.judged_q
 
-    def ideal_gains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each query's gains of the ideal source sorted descending: (gains, start, count)."""
+    def ideal_gains(self, k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ideal stage: each query's ideal list, its gains sorted descending (gains, start,
+        count), under ``ideal``: the judged documents' gains (``judged``, ``judged_to_list``,
+        whose cut :meth:`ideal_cut` adds) or the ranked list's (``retrieved``). ``k``: the
+        cutoff the ideal is asked for (the judged and retrieved lists do not depend on it)."""
         if self.conv.ideal == "retrieved":
             self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
             r = self.ranked
@@ -219,14 +222,20 @@ class Context:
                     self.judged_ideal = JudgedIdeal(self.judged_gain, self.judged_q, r.n_queries, self.conv)
                 if self.conv.ideal == "judged_to_list":
                     self._idcg[k] = self.judged_ideal.idcg_within(k, r.n)
-                else:
+                elif self.conv.ideal == "judged":
                     self._idcg[k] = self.judged_ideal.idcg(k)
+                else:  # any other ideal: the DCG of its list (ideal_gains) at its cut
+                    g, start, count = self.ideal_gains(k)
+                    qs = np.repeat(np.arange(count.size), count)
+                    pos = np.arange(g.size, dtype=np.int64) - start[qs] + 1
+                    self._idcg[k] = range_sums(g * discounts(pos, self.conv), start,
+                                               self.ideal_cut(k))
         return self._idcg[k]
 
     def ideal_cut(self, k: int | None) -> np.ndarray:
         """Per query: how many of the ideal's sorted gains IDCG@k sums: min(k, the ideal's
         size), and under ``ideal=judged_to_list`` at most the list's length too."""
-        _, _, count = self.ideal_gains()
+        _, _, count = self.ideal_gains(k)
         cut = count if k is None else np.minimum(count, clamp_cutoff(k))
         if self.conv.ideal == "judged_to_list":
             cut = np.minimum(cut, self.ranked.n)
@@ -514,7 +523,7 @@ def ndcg(ctx: Context, m: Measure) -> Result:
     ideal = ctx.idcg(m.cutoff)
     if ctx.shown is not None:
         ctx.show(sums="discounted", cut=r.cut(m.cutoff), numerator=d, denominator=ideal,
-                 denominator_is="IDCG@k", ideal_cut=ctx.ideal_cut(m.cutoff))
+                 denominator_is="IDCG@k", ideal_cut=ctx.ideal_cut(m.cutoff), ideal_k=m.cutoff)
     empty = ideal == 0 if ctx.conv.negative_ideal == "divide" else ideal <= 0
     return _safe_div(d, ideal), empty
 

@@ -122,25 +122,32 @@ def build(ctx, shown: dict, q: int, qid: str, values: np.ndarray, empty: np.ndar
     t.empty = bool(empty[q])
     if "ideal_cut" in shown:
         t.ideal_cut = int(shown["ideal_cut"][q])
-        t.ideal = _ideal(ctx, q, t.ideal_cut, docs_of, judged_docs, order, labels)
+        t.ideal = _ideal(ctx, q, shown.get("ideal_k"), t.ideal_cut, docs_of, judged_docs, order,
+                         labels)
     return t
 
 
-def _ideal(ctx, q: int, cut: int, docs_of, judged_docs, order, labels) -> list[IdealRow]:
-    """The ideal list of query ``q`` as the reference sorts it (``ranking.ideal_order``), with
-    the discounts of its ranks and the running ideal DCG."""
+def _ideal(ctx, q: int, k: int | None, cut: int, docs_of, judged_docs, order,
+           labels) -> list[IdealRow]:
+    """The ideal list of query ``q`` as the reference's ideal stage gives it
+    (``Context.ideal_gains``), with the discounts of its ranks and the running ideal DCG. Its
+    documents are named where the list is the query's judged or ranked documents sorted by
+    gain (``ranking.ideal_order``); an ideal of other slots names none."""
+    g_all, start, count = ctx.ideal_gains(k)
+    g = g_all[int(start[q]):int(start[q]) + int(count[q])]
     r = ctx.ranked
     if ctx.conv.ideal == "retrieved":
         s, n = int(r.start[q]), int(r.n[q])
-        gains, labs, docs = r.gain[s:s + n], labels, docs_of(order)
+        source, labs, docs = r.gain[s:s + n], labels, docs_of(order)
     else:
         mine = np.flatnonzero(ctx.judged_q == q)
-        gains, labs = ctx.judged_gain[mine], ctx.judged_label[mine]
+        source, labs = ctx.judged_gain[mine], ctx.judged_label[mine]
         docs = judged_docs(mine)
-    by = ideal_order(gains, np.zeros(gains.size, np.int64))
-    g = gains[by]
+    named = source.size == g.size
+    by = ideal_order(source, np.zeros(source.size, np.int64)) if named else None
     pos = np.arange(1, g.size + 1)
     d = discounts(pos, ctx.conv) if g.size else np.zeros(0)
     running = np.cumsum(g * d)
-    return [IdealRow(int(pos[i]), docs[int(by[i])], _num(labs[int(by[i])]), float(g[i]),
-                     float(d[i]), float(running[i]), i < cut) for i in range(g.size)]
+    return [IdealRow(int(pos[i]), docs[int(by[i])] if named else "",
+                     _num(labs[int(by[i])]) if named else None, float(g[i]), float(d[i]),
+                     float(running[i]), i < cut) for i in range(g.size)]
