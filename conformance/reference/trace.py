@@ -143,8 +143,8 @@ def _ideal(ctx, q: int, k: int | None, cut: int, docs_of, judged_docs, order,
         mine = np.flatnonzero(ctx.judged_q == q)
         source, labs = ctx.judged_gain[mine], ctx.judged_label[mine]
         docs = judged_docs(mine)
-    named = source.size == g.size
-    by = ideal_order(source, np.zeros(source.size, np.int64)) if named else None
+    by = ideal_order(source, np.zeros(source.size, np.int64))
+    named = source.size == g.size and np.array_equal(source[by], g)  # the source, sorted
     pos = np.arange(1, g.size + 1)
     d = discounts(pos, ctx.conv) if g.size else np.zeros(0)
     running = np.cumsum(g * d)
