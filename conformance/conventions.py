@@ -275,7 +275,8 @@ AXES: dict[str, Axis] = {
             open_meaning="'jarvelin:b' (no discount before rank b, then gain / log_b(rank)) or 'log:b' (gain / log_b(rank + 1))",
             swept=("log2", "jarvelin", "log:10"),
             phrases={"log2": "the 1/log2(rank+1) discount",
-                     "jarvelin": "Jarvelin's discount (none before rank 2)"},
+                     "jarvelin": "Jarvelin's discount (none before rank 2)",
+                     "log:10": "the 1/log10(rank+1) discount"},
             explorer=True,
         ),
         Axis(
@@ -440,7 +441,9 @@ AXES: dict[str, Axis] = {
             group="aggregation",
             stage="aggregate",
             swept=("run", "qrels", "run_all", "qrels_strict"),
-            phrases={"run": "only the run's queries averaged", "qrels": "every judged query averaged"},
+            phrases={"run": "only the run's queries averaged", "qrels": "every judged query averaged",
+                     "run_all": "every run query averaged, one without judgments as 0/0",
+                     "qrels_strict": "every judged query averaged, one missing from the run as 0"},
         ),
         Axis(
             "depth",
@@ -508,6 +511,8 @@ AXES: dict[str, Axis] = {
             group="ranked_relevance",
             stage="relevance",
             swept=("rank", "not_relevant"),
+            phrases={"rank": "documents scored <= 0 ranked like any other",
+                     "not_relevant": "documents scored <= 0 never relevant where ranked"},
         ),
         Axis(
             "single_document",
