@@ -287,13 +287,17 @@ AXES: dict[str, Axis] = {
                 "retrieved": "only the labels of the ranked list itself",
                 "judged_to_list": "every judged document of the query, the ideal cut at the "
                                   "list's length n as well as at k (min(k, n) positions)",
+                "k_slots": "every one of the k positions could hold a relevant document, whatever "
+                           "the query's judgments: the ideal is k documents of the query's largest "
+                           "judged gain (n of them without a cutoff; RecTools' NDCG)",
             },
             default="judged",
             group="normalisation",
             stage="ideal",
-            swept=("judged", "retrieved", "judged_to_list"),
+            swept=("judged", "retrieved", "judged_to_list", "k_slots"),
             phrases={"judged": "the judged ideal", "retrieved": "the ideal of the retrieved list",
-                     "judged_to_list": "the judged ideal cut at the list's length"},
+                     "judged_to_list": "the judged ideal cut at the list's length",
+                     "k_slots": "the ideal of k slots of the best gain"},
             explorer=True,
         ),
         Axis(

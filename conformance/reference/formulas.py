@@ -172,8 +172,9 @@ class Context:
     def ideal_gains(self, k: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ideal stage: each query's ideal list, its gains sorted descending (gains, start,
         count), under ``ideal``: the judged documents' gains (``judged``, ``judged_to_list``,
-        whose cut :meth:`ideal_cut` adds) or the ranked list's (``retrieved``). ``k``: the
-        cutoff the ideal is asked for (the judged and retrieved lists do not depend on it)."""
+        whose cut :meth:`ideal_cut` adds), the ranked list's (``retrieved``), or k slots each
+        holding the query's largest judged gain (``k_slots``; the list's length n of them
+        without a cutoff). ``k``: the cutoff the ideal is asked for."""
         if self.conv.ideal == "retrieved":
             self.require_fixed_gains(None, "ideal=retrieved with a depth cut")
             r = self.ranked
@@ -181,6 +182,13 @@ class Context:
         if self.judged_ideal is None:
             self.judged_ideal = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries,
                                             self.conv)
+        if self.conv.ideal == "k_slots":
+            g, start, count = self.judged_ideal.sorted()
+            top = np.where(count > 0, g[np.minimum(start, max(g.size - 1, 0))] if g.size else 0.0,
+                           0.0)
+            slots = (self.ranked.n if k is None
+                     else np.full(count.size, clamp_cutoff(k), np.int64)).astype(np.int64)
+            return np.repeat(top, slots), np.cumsum(slots) - slots, slots
         return self.judged_ideal.sorted()
 
     def query_of_rows(self) -> np.ndarray:
