@@ -369,15 +369,20 @@ class Sweep:
             eng = self.engines[conv.identical_ids]
             fkey = (conv.identical_ids,) + eng.formula_key(m, conv)
             scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
+            masked = conv.nonpositive_scores == "not_relevant"
             if (conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.family == "Hole"
-                    or conv.nonpositive_scores == "not_relevant"):
+                    or (masked and self.facts.run_only_queries)):
                 # each tie order settles its own empty queries before the range is taken, and
                 # some measures refuse what only the averaged grouping detects; a curve is
                 # averaged over the whole evaluation; exponential gains beyond a double are
                 # scaled by evaluate; Hole ranks the rows by annotation, which the engine's
-                # contexts do not hold; scores <= 0 read as not relevant mask the labels of the
-                # binary measures, which the engine's rankings do not: no sharing here
+                # contexts do not hold: no sharing here
                 formulas[fkey] = _ByEvaluate(conv)
+            elif masked and fkey not in formulas:
+                # scores <= 0 read as not relevant mask the labels of the binary measures,
+                # which the engine's rankings do not: the per-query values from one evaluate
+                # over every judged query, shared by every aggregation
+                formulas[fkey] = self._per_query_by_evaluate(m, conv)
             elif fkey not in formulas:
                 try:
                     results = [FORMULAS[m.family](ctx, m) for ctx in eng.contexts(m, conv)]
@@ -430,6 +435,18 @@ class Sweep:
                 if hits is not None:
                     hits[at] = done[2]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
+
+    def _per_query_by_evaluate(self, m: Measure, conv: Conventions):
+        """(lo, hi, empty) per judged query, as the engine's formulas give them, from
+        ``evaluate`` over every judged query (empty queries marked by ``empty_query=skip``);
+        None where it refuses."""
+        try:
+            ev = evaluate(self.prep, None, [m], conv.replace(query_set="qrels", empty_query="skip",
+                                                             mean="arithmetic", rounding=None))
+        except EvaluationError:
+            return None
+        empty = ~ev.counted[m] if m.aggregate != "sum" else np.zeros(ev.qids.size, bool)
+        return ev.per_query[m], ev.upper[m], empty
 
     def _evaluate_cell(self, m: Measure, conv: Conventions, rule: str, qset: str,
                        pq: list[PerQueryValue], mean: str = "arithmetic", rnd: int | None = None):
