@@ -17,8 +17,8 @@ from conformance.errors import EvaluationError
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
-from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READS_POOL, Context,
-                                            JudgedIdeal)
+from conformance.reference.context import Context, JudgedIdeal
+from conformance.reference.formulas import CURVES, FORMULAS, READS_LABELS, READS_POOL
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference.ranking import exponential_shift, gains, rank
 from conformance.reference.reshape import reshaped

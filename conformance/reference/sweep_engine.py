@@ -12,19 +12,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from conformance.conventions import AXES, Conventions
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
-from conformance.reference.formulas import GAINS_READ_THRESHOLD, Context, JudgedIdeal
+from conformance.reference.context import Context, JudgedIdeal
+from conformance.reference.formulas import GAINS_READ_THRESHOLD
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segments
-
-if TYPE_CHECKING:  # the input's facts, which the sweep gathers
-    from conformance.reference.sweep import Facts
 
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
@@ -182,7 +180,7 @@ class _SweepContext(Context):
 class _Engine:
     """Everything the sweep shares: the join, the presorted rows, prefixes, labels, orderings."""
 
-    def __init__(self, prep: Prepared, facts: Facts, k_top: int | None,
+    def __init__(self, prep: Prepared, facts: Any, k_top: int | None,  # facts: sweep.Facts
                  drop_identical: bool = False) -> None:
         self.prep, self.facts, self.k_top = prep, facts, k_top
         # every query any swept query set scores: the judged ones (query_set=qrels, a superset
