@@ -417,10 +417,16 @@ class Sweep:
                         aggregates[akey] = self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)
                 elif found is None:
                     # refused over every query the engine scores, run-only ones included: the
-                    # cell's own query set may not hold the query that refuses
-                    akey = (fkey, rule, qset, mean, rnd)
+                    # cell's own query set may not hold the query that refuses, so its
+                    # per-query values come from evaluate over that set (one per formula key)
+                    scope = "run_all" if qset == "run_all" else "qrels"
+                    if (fkey, scope) not in formulas:
+                        formulas[fkey, scope] = self._per_query_by_evaluate(m, conv, scope)
+                    alt = formulas[fkey, scope]
+                    akey = (fkey, rule, qset, mean, None if is_sum else rnd)
                     if akey not in aggregates:
-                        aggregates[akey] = self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)
+                        aggregates[akey] = None if alt is None else self._aggregate_cell(
+                            alt, rule, qset, is_sum, m.text, pq_pos, pq_lo, pq_hi, mean, rnd)
                 else:
                     # the empty rule only matters when some query is empty
                     akey = (fkey, rule if found[2].any() else None, qset, mean, None if is_sum else rnd)
@@ -436,17 +442,26 @@ class Sweep:
                     hits[at] = done[2]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
-    def _per_query_by_evaluate(self, m: Measure, conv: Conventions):
-        """(lo, hi, empty) per judged query, as the engine's formulas give them, from
-        ``evaluate`` over every judged query (empty queries marked by ``empty_query=skip``);
-        None where it refuses."""
+    def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels"):
+        """(lo, hi, empty) per query of the engine, as its formulas give them, from ``evaluate``
+        over the queries ``query_set`` scores (empty queries marked by ``empty_query=skip``;
+        the engine's other queries, which no cell of this query set selects, hold 0); None
+        where it refuses."""
         try:
-            ev = evaluate(self.prep, None, [m], conv.replace(query_set="qrels", empty_query="skip",
+            ev = evaluate(self.prep, None, [m], conv.replace(query_set=query_set, empty_query="skip",
                                                              mean="arithmetic", rounding=None))
         except EvaluationError:
             return None
         empty = ~ev.counted[m] if m.aggregate != "sum" else np.zeros(ev.qids.size, bool)
-        return ev.per_query[m], ev.upper[m], empty
+        lo, hi = ev.per_query[m], ev.upper[m]
+        qids = self.engine.qids
+        if ev.qids.size == qids.size:
+            return lo, hi, empty
+        at = np.searchsorted(qids, ev.qids)
+        out = [np.zeros(qids.size), np.zeros(qids.size), np.zeros(qids.size, bool)]
+        for o, v in zip(out, (lo, hi, empty)):
+            o[at] = v
+        return out[0], (out[0] if hi is lo else out[1]), out[2]
 
     def _evaluate_cell(self, m: Measure, conv: Conventions, rule: str, qset: str,
                        pq: list[PerQueryValue], mean: str = "arithmetic", rnd: int | None = None):
