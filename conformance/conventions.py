@@ -444,7 +444,7 @@ AXES: dict[str, Axis] = {
             default="run",
             group="aggregation",
             stage="aggregate",
-            swept=("run", "qrels", "run_all", "qrels_strict"),
+            swept=("run", "qrels", "run_all"),
             phrases={"run": "only the run's queries averaged", "qrels": "every judged query averaged",
                      "run_all": "every run query averaged, one without judgments as 0/0",
                      "qrels_strict": "every judged query averaged, one missing from the run as 0"},

@@ -229,7 +229,7 @@ def test_sweep_equals_evaluate_beyond_the_depths(n_docs):
         assert len(eng._ranked) <= eng.ranked_cache_size
     sweep = Sweep(Prepared(qrels, run), measures[:1])
     assert sweep.domains["depth"] == ((None, 100) if n_docs == 150 else (None, 1000, 100))
-    assert sweep.domains["query_set"] == ("run", "qrels", "qrels_strict")
+    assert sweep.domains["query_set"] == ("run", "qrels")
 
 
 # Every value of every axis that gives a number (the refusing values raise and nan aside), so the
