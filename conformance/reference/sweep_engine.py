@@ -117,15 +117,18 @@ class _Whole:
 
     def has_gain(self, conv: Conventions) -> np.ndarray:
         """As ``Context.has_gain`` on the whole list: some document has a nonzero gain."""
-        g = gains(np.nan_to_num(self._labels, nan=0.0), conv)
+        g = gains(self._labels, conv)  # an unjudged document gains 0 under every gain
         nonzero = (g != 0) & ~np.isnan(g)
         return np.bincount(self._q[nonzero], minlength=self.nq) > 0
 
     def idcg(self, conv: Conventions, k: int | None) -> np.ndarray:
         key = (_gain_key(conv), conv.discount, k)
         if key not in self._idcg:
-            g = gains(self._top_labels, conv)
-            self._idcg[key] = ideal_dcg(g, self._top_q, self.nq, conv, k)
+            # under binary gains a threshold <= 0 gives label 0 the gain 1 and an unjudged
+            # document 0: the largest labels (unjudged read as 0) need not hold the largest gains
+            top = not (conv.gain == "binary" and conv.relevance_threshold <= 0)
+            labels, q = (self._top_labels, self._top_q) if top else (self._labels, self._q)
+            self._idcg[key] = ideal_dcg(gains(labels, conv), q, self.nq, conv, k)
         return self._idcg[key]
 
 
