@@ -56,6 +56,19 @@ GROUPS: dict[str, str] = {
     "named": "read only by the families that name the axis (Family.axes_named)",
 }
 
+# Where in the computation an axis acts (``Axis.stage``), in the order the reference applies
+# them: how the input is taken; how labels are read; which document sits at which rank; the
+# gains; which documents count as relevant; how much of each list is kept (the depth cut comes
+# after the gains and tie groups are formed, as ``ranking.rank`` applies it); then what the
+# formulas read of the ranked rows: the discount, the ideal, the denominators, a family's own
+# parameters; last how per-query values become one number. The stages up to ``cut`` decide the
+# ranked rows themselves (``RANKING_STAGES``); the paper sweep loops over axes in stage order,
+# so each ranking is built once and used in one stretch, and treats the aggregate stage as a
+# selection of per-query values, computed once.
+STAGES = ("input", "labels", "ordering", "gains", "relevance", "cut", "discount", "ideal",
+          "denominator", "formula", "aggregate")
+RANKING_STAGES = STAGES[:STAGES.index("cut") + 1]
+
 
 @dataclass(frozen=True)
 class Axis:
@@ -71,6 +84,7 @@ class Axis:
     ``explorer``: the report's explorer offers the axis (its list holds every judged document,
     in score order, without ties, so only axes that matter there are offered).
     ``with_cutoff_only``: the axis changes a measure only when the measure has a cutoff.
+    ``stage``: where in the computation it acts (:data:`STAGES`).
     """
 
     name: str
@@ -78,6 +92,7 @@ class Axis:
     values: Mapping[str, str]
     default: Any
     group: str
+    stage: str = ""
     parse_open: Callable[[str], Any] | None = None
     open_meaning: str = ""
     swept: tuple | None = ()
@@ -87,6 +102,10 @@ class Axis:
     with_cutoff_only: bool = False
     # named values stored as something other than their text ("none" -> None for depth)
     stored: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"axis {self.name!r}: stage {self.stage!r} is not one of {STAGES}")
 
     def parse(self, text: Any) -> Any:
         if not isinstance(text, str):
@@ -234,6 +253,7 @@ AXES: dict[str, Axis] = {
             },
             default="linear",
             group="graded",
+            stage="gains",
             parse_open=_parse_gain_map,
             open_meaning="a label:gain map such as '0:0,1:1,2:3' (unlisted labels keep gain = label)",
             swept=("linear", "exponential", "binary"),
@@ -250,11 +270,13 @@ AXES: dict[str, Axis] = {
             },
             default="log2",
             group="graded",
+            stage="discount",
             parse_open=_parse_discount,
             open_meaning="'jarvelin:b' (no discount before rank b, then gain / log_b(rank)) or 'log:b' (gain / log_b(rank + 1))",
-            swept=("log2", "jarvelin"),
+            swept=("log2", "jarvelin", "log:10"),
             phrases={"log2": "the 1/log2(rank+1) discount",
-                     "jarvelin": "Jarvelin's discount (none before rank 2)"},
+                     "jarvelin": "Jarvelin's discount (none before rank 2)",
+                     "log:10": "the 1/log10(rank+1) discount"},
             explorer=True,
         ),
         Axis(
@@ -265,12 +287,17 @@ AXES: dict[str, Axis] = {
                 "retrieved": "only the labels of the ranked list itself",
                 "judged_to_list": "every judged document of the query, the ideal cut at the "
                                   "list's length n as well as at k (min(k, n) positions)",
+                "k_slots": "every one of the k positions could hold a relevant document, whatever "
+                           "the query's judgments: the ideal is k documents of the query's largest "
+                           "judged gain (n of them without a cutoff; RecTools' NDCG)",
             },
             default="judged",
             group="normalisation",
-            swept=("judged", "retrieved"),
+            stage="ideal",
+            swept=("judged", "retrieved", "judged_to_list", "k_slots"),
             phrases={"judged": "the judged ideal", "retrieved": "the ideal of the retrieved list",
-                     "judged_to_list": "the judged ideal cut at the list's length"},
+                     "judged_to_list": "the judged ideal cut at the list's length",
+                     "k_slots": "the ideal of k slots of the best gain"},
             explorer=True,
         ),
         Axis(
@@ -282,6 +309,7 @@ AXES: dict[str, Axis] = {
             },
             default="k",
             group="named",
+            stage="denominator",
             swept=("k", "min_k_n"),
             phrases={"k": "P@k over k", "min_k_n": "P@k over min(k, list length)"},
             explorer=True,
@@ -296,6 +324,7 @@ AXES: dict[str, Axis] = {
             },
             default="relevant",
             group="named",
+            stage="denominator",
             swept=("relevant", "retrieved_relevant", "min_k_relevant"),
             phrases={"relevant": "AP over all relevant documents",
                      "retrieved_relevant": "AP over the relevant documents retrieved",
@@ -314,6 +343,7 @@ AXES: dict[str, Axis] = {
             },
             default="zero",
             group="normalisation",
+            stage="aggregate",
             swept=("zero", "one", "skip"),
             phrases={"zero": "queries without relevant documents scoring 0",
                      "one": "queries without relevant documents scoring 1",
@@ -333,6 +363,7 @@ AXES: dict[str, Axis] = {
             },
             default="docid_desc",
             group="ordering",
+            stage="ordering",
             swept=("docid_desc", "docid_asc", "input_order", "reverse_input", "average"),
             phrases={"docid_desc": "ties by docid descending", "docid_asc": "ties by docid ascending",
                      "input_order": "ties in input order", "reverse_input": "ties in reverse input order",
@@ -344,6 +375,7 @@ AXES: dict[str, Axis] = {
             {},
             default=1,
             group="threshold",
+            stage="relevance",
             parse_open=_parse_int("relevance_threshold", -(2**31)),
             open_meaning="an integer L",
             swept=None,  # the sweep takes the thresholds from the labels of the input
@@ -359,6 +391,7 @@ AXES: dict[str, Axis] = {
             },
             default="binary",
             group="graded",
+            stage="gains",
             swept=("binary", "graded"),
             phrases={"binary": "every positive label in the gains",
                      "graded": "labels below the threshold dropped from the gains"},
@@ -374,6 +407,7 @@ AXES: dict[str, Axis] = {
             },
             default="unjudged",
             group="labels",
+            stage="labels",
             swept=("unjudged", "keep"),
             phrases={"unjudged": "negative labels as unjudged", "keep": "negative labels kept as gains"},
         ),
@@ -387,6 +421,7 @@ AXES: dict[str, Axis] = {
             },
             default="float",
             group="labels",
+            stage="labels",
             swept=("float", "int_truncate"),
             phrases={"float": "fractional labels as they are", "int_truncate": "labels truncated to integers"},
         ),
@@ -408,8 +443,11 @@ AXES: dict[str, Axis] = {
             },
             default="run",
             group="aggregation",
-            swept=("run", "qrels"),
-            phrases={"run": "only the run's queries averaged", "qrels": "every judged query averaged"},
+            stage="aggregate",
+            swept=("run", "qrels", "run_all"),
+            phrases={"run": "only the run's queries averaged", "qrels": "every judged query averaged",
+                     "run_all": "every run query averaged, one without judgments as 0/0",
+                     "qrels_strict": "every judged query averaged, one missing from the run as 0"},
         ),
         Axis(
             "depth",
@@ -417,6 +455,7 @@ AXES: dict[str, Axis] = {
             {"none": "no cut"},
             default=None,
             group="depth",
+            stage="cut",
             parse_open=_parse_int("depth", 1),
             open_meaning="a positive integer N",
             swept=None,  # the sweep tries no cut and the usual depths the lists reach
@@ -433,6 +472,7 @@ AXES: dict[str, Axis] = {
             },
             default="float64",
             group="ordering",
+            stage="ordering",
             swept=("float64", "float32"),
             phrases={"float64": "float64 scores", "float32": "scores narrowed to float32"},
         ),
@@ -445,6 +485,7 @@ AXES: dict[str, Axis] = {
             },
             default="honour",
             group="named",
+            stage="cut",
             swept=("honour", "ignore"),
             phrases={"honour": "RR@k honouring k", "ignore": "RR@k ignoring k"},
             explorer=True,
@@ -458,7 +499,8 @@ AXES: dict[str, Axis] = {
                 "rank_column": "the rank column, ascending (the score is ignored)",
             },
             default="score",
-            group="input",  # the rank column refuses a run without ranks, whatever the measure
+            group="input",
+            stage="ordering",  # the rank column refuses a run without ranks, whatever the measure
         ),
         Axis(
             "nonpositive_scores",
@@ -471,6 +513,10 @@ AXES: dict[str, Axis] = {
             },
             default="rank",
             group="ranked_relevance",
+            stage="relevance",
+            swept=("rank", "not_relevant"),
+            phrases={"rank": "documents scored <= 0 ranked like any other",
+                     "not_relevant": "documents scored <= 0 never relevant where ranked"},
         ),
         Axis(
             "single_document",
@@ -481,6 +527,7 @@ AXES: dict[str, Axis] = {
             },
             default="score",
             group="input",
+            stage="input",
             explorer=True,
         ),
         Axis(
@@ -499,6 +546,7 @@ AXES: dict[str, Axis] = {
             },
             default="error",
             group="input",
+            stage="input",
         ),
         Axis(
             "identical_ids",
@@ -510,7 +558,8 @@ AXES: dict[str, Axis] = {
                         "ideal, and a query left with no document is scored on an empty list",
             },
             default="keep",
-            group="input",  # every family sees the shorter list (reference.evaluate's kept rows)
+            group="input",
+            stage="input",  # every family sees the shorter list (reference.evaluate's kept rows)
             # swept only when some retrieved document is named like its query (sweep.Facts)
             swept=("keep", "drop"),
             phrases={"keep": "documents named like their query kept",
@@ -521,7 +570,8 @@ AXES: dict[str, Axis] = {
             "the decimal places a library reports its values to",
             {"none": "full precision"},
             default=None,
-            group="aggregation",  # Evaluation.aggregate: mean-aggregated families
+            group="aggregation",
+            stage="aggregate",  # Evaluation.aggregate: mean-aggregated families
             parse_open=_parse_int("rounding", 0),
             open_meaning="an integer N >= 0: each query's value and the mean are rounded to N "
                          "places (Python's round, half to even on the exact binary value), the "
@@ -544,6 +594,7 @@ AXES: dict[str, Axis] = {
             },
             default="arithmetic",
             group="averaging",
+            stage="aggregate",
             parse_open=_parse_geometric,
             open_meaning="'geometric:EPS': the geometric mean with every value raised to EPS first",
             swept=("arithmetic", "geometric"),
@@ -560,6 +611,7 @@ AXES: dict[str, Axis] = {
             },
             default="min_r_n",
             group="named",
+            stage="formula",
             swept=("min_r_n", "r"),
             phrases={"min_r_n": "bpref over min(R, N)", "r": "bpref over R"},
         ),
@@ -572,6 +624,7 @@ AXES: dict[str, Axis] = {
             },
             default="round",
             group="named",
+            stage="formula",
             swept=("round", "floor_plus_0.9"),
             phrases={"round": "recall levels rounded (trec_eval 10)",
                      "floor_plus_0.9": "recall levels as floor(x R + 0.9) (trec_eval 9)"},
@@ -582,6 +635,7 @@ AXES: dict[str, Axis] = {
             {},
             default=4,
             group="named",
+            stage="formula",
             parse_open=_parse_int("err_max_grade", 1),
             open_meaning="a positive integer g_max (gdeval: 4); a label above it is refused",
             swept=(4,),
@@ -601,6 +655,7 @@ AXES: dict[str, Axis] = {
             },
             default="binary",
             group="named",
+            stage="formula",
             swept=("binary", "label", "label_over_max"),
             phrases={"binary": "binary RBP gains", "label": "RBP gains = labels",
                      "label_over_max": "RBP gains = label / the largest label"},
@@ -612,6 +667,7 @@ AXES: dict[str, Axis] = {
             {"none": "every rank of an endless list: RBP's weights (1 - p) p^(i-1)"},
             default=None,
             group="named",
+            stage="formula",
             parse_open=_parse_int("weights_horizon", 1),
             open_meaning="a positive integer N: ranks 1..N only, gains past the list 0 (cwl_eval: 1000)",
             swept=(None, 1000),
@@ -630,6 +686,7 @@ AXES: dict[str, Axis] = {
             },
             default="unjudged_only",
             group="named",
+            stage="formula",
             swept=("unjudged_only", "always"),
             phrases={"unjudged_only": "the residual without the tail unless something is unjudged",
                      "always": "the residual with the tail"},
@@ -646,6 +703,7 @@ AXES: dict[str, Axis] = {
             },
             default="empty",
             group="named",
+            stage="denominator",
             phrases={"empty": "negative ideals as empty queries",
                      "divide": "negative ideals divided through"},
         ),
@@ -660,6 +718,7 @@ AXES: dict[str, Axis] = {
             },
             default="absent",
             group="input",
+            stage="input",
             phrases={"absent": "unretrieved judged documents left out of the lists",
                      "appended": "unretrieved judged documents appended with score 0"},
         ),
@@ -675,6 +734,7 @@ AXES: dict[str, Axis] = {
             },
             default="per_query",
             group="input",
+            stage="input",
             phrases={"per_query": "each query ranked on its own",
                      "flattened": "the queries flattened into one ranking"},
         ),

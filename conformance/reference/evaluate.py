@@ -17,12 +17,14 @@ from conformance.errors import EvaluationError
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
-from conformance.reference.formulas import (CURVES, FORMULAS, READS_LABELS, READS_POOL, Context,
-                                            JudgedIdeal)
+from conformance.reference.context import Context, JudgedIdeal
+from conformance.reference.formulas import CURVES, FORMULAS, READS_LABELS, READS_POOL
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference import tiecheck
 from conformance.reference.ranking import exponential_shift, gains, rank
 from conformance.reference.reshape import reshaped
+from conformance.reference.trace import Trace
+from conformance.reference.trace import build as build_trace
 
 
 @dataclass
@@ -47,6 +49,8 @@ class Evaluation:
     # evaluate(..., tie_check=True): per query, whether the order of its tied documents changes
     # the value (reference.tiecheck); None where only ties=unspecified can tell
     tie_changed: dict[Measure, np.ndarray | None] = field(default_factory=dict)
+    # Asked for by evaluate(..., trace=queries): measure -> qid -> the pieces of its value
+    traces: dict[Measure, dict[str, Trace]] = field(default_factory=dict)
 
     def aggregate(self, m: Measure, upper: bool = False) -> float:
         """Mean over counted queries (sum for the Num* counts; under ``mean=geometric`` the
@@ -123,13 +127,15 @@ def evaluate(
     measures: Sequence[Measure],
     conventions: Conventions,
     tie_check: bool = False,
+    trace: Sequence[str] = (),
 ) -> Evaluation:
     """Per-query values and aggregates of ``measures`` under ``conventions``.
 
     ``qrels`` may be a :class:`Prepared` (then ``run`` is None) so that many convention sets
     share one join. ``tie_check``: also fill ``Evaluation.tie_changed`` from the same ranking
     (under a rule that fixes the tie order). Raises EvaluationError where a convention refuses
-    the input.
+    the input. ``trace``: queries whose pieces (``conformance.reference.trace``) come back in
+    ``traces``, from the same arithmetic as the values (a scored query only).
     """
     prep = qrels if isinstance(qrels, Prepared) else Prepared(qrels, run)
     groups: dict[Conventions, list[Measure]] = {}
@@ -137,14 +143,14 @@ def evaluate(
         groups.setdefault(m.conventions(conventions), []).append(m)
     result: Evaluation | None = None
     for conv, group in groups.items():
-        part = _evaluate_group(reshaped(prep, conv), group, conv, tie_check)
+        part = _evaluate_group(reshaped(prep, conv), group, conv, tie_check, tuple(trace))
         if result is None:
             result = part
         else:  # the query set is fixed by query_set, which measure names cannot override
             if not np.array_equal(result.qids, part.qids):
                 raise EvaluationError("measures in one evaluation disagree on the query set")
             for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded",
-                      "tie_changed"):
+                      "tie_changed", "traces"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
         shaped = reshaped(prep, conventions)
@@ -157,10 +163,11 @@ UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic
 
 
 def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
-                    tie_check: bool = False) -> Evaluation:
+                    tie_check: bool = False, trace: tuple[str, ...] = ()) -> Evaluation:
     scored = scored_queries(prep, conv)
     local = np.cumsum(scored) - 1  # global query index -> index among scored queries
     nq = int(scored.sum())
+    traced = _traced(prep, scored, local, trace)
 
     # Which labels the evaluation reads, for the conventions that refuse some labels: the
     # whole qrels under the judged ideal; only the scored queries' ranked lists otherwise.
@@ -251,7 +258,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
     judged_ideal = JudgedIdeal(jgain, jq, nq, conv)  # one for every order and both halves
-    keep_labels = any(m.family in READS_LABELS for m in measures)
+    keep_labels = bool(traced) or any(m.family in READS_LABELS for m in measures)
     pooled = None
     if any(m.family in READS_POOL for m in measures):
         # judged with a negative label: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
@@ -274,7 +281,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             ranked = rank(take(q_rows), take(primary), take(doc), take(sel(prep.run_order)),
                           take(labels), nq, conv, tie_rule, keep_labels=keep_labels,
                           pooled=None if pooled is None else take(pooled), gain_shift=shift,
-                          tie_groups=tie_check)
+                          tie_groups=tie_check, keep_order=bool(traced))
             ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal,
                           judged_label=jlab)
             if masked and conv.ideal == "retrieved":
@@ -312,7 +319,16 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                 contexts = [cached(t, masked) for t in END_RULES[m.record.ends]]
             else:
                 contexts = [cached(conv.ties, masked)]
-            out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+            if traced:
+                shown[m] = []
+                out[m] = []
+                for ctx in contexts:
+                    ctx.shown = {}
+                    out[m].append(FORMULAS[m.family](ctx, m))
+                    shown[m].append((ctx, ctx.shown))
+                    ctx.shown = None
+            else:
+                out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
             if tie_check:
                 changed[m] = tiecheck.changed(m, conv, contexts[0].ranked, out[m][0][1],
                                               shifted=shift is not None)
@@ -322,8 +338,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
         return out, changed
 
     curves: dict[Measure, list] = {}
+    shown: dict[Measure, list] = {}  # under a trace: (context, pieces shown) per order
     halves = prep.run_halves if q_rows is prep.run_q else query_halves(q_rows, nq)
-    if any(m.family in CURVES for m in measures):
+    if traced or any(m.family in CURVES for m in measures):
         halves = [slice(None)]  # a curve is averaged over every query at once
     if len(halves) == 2:
         # Two threads, one per half of the queries (``parallel``). Every value is a function of
@@ -357,10 +374,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                     "tied documents and not in others, so empty_query=skip cannot decide "
                     "whether it counts; choose another tie rule")
             if conv.query_set == "qrels_strict":
-                # a judged query missing from the run scores 0, whatever its judgments
-                missing = ~prep.in_run[scored]
-                if missing.any():
-                    results_m = [(np.where(missing, 0.0, v), e & ~missing) for v, e in results_m]
+                results_m = [missing_score_zero(v, e, ~prep.in_run[scored]) for v, e in results_m]
             settled = []
             for values, empty in results_m:
                 if empty.any():
@@ -380,6 +394,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
         out.conventions[m] = conv
         if tie_check:
             out.tie_changed[m] = changed[m]
+        if traced:
+            out.traces[m] = _traces(prep, rows, jmask, q_rows, primary, traced, shown[m],
+                                    results_m, settled, lo, hi, counted)
         if m in curves:
             fill = {"zero": 0.0, "one": 1.0, "nan": np.nan}.get(conv.empty_query)
             ends = [f(counted, fill) for f in curves[m]]
@@ -397,6 +414,57 @@ END_RULES = {
     "judged": ("unjudged_first", "judged_first"),
     "none": ("pessimistic", "optimistic"),
 }
+
+
+def missing_score_zero(values: np.ndarray, empty: np.ndarray,
+                       missing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``query_set=qrels_strict``: a judged query missing from the run (``missing``) scores 0,
+    whatever its judgments (never empty)."""
+    if not missing.any():
+        return values, empty
+    return np.where(missing, 0.0, values), empty & ~missing
+
+
+def _traced(prep: Prepared, scored: np.ndarray, local: np.ndarray,
+            trace: tuple[str, ...]) -> dict[str, int]:
+    """qid -> index among the scored queries, for the traced queries that are scored."""
+    out = {}
+    for qid in trace:
+        gi = int(np.searchsorted(prep.qids, qid))
+        if gi < prep.qids.size and prep.qids[gi] == qid and scored[gi]:
+            out[qid] = int(local[gi])
+    return out
+
+
+def _traces(prep, rows, jmask, q_rows, primary, traced, shown, results_m, settled, lo, hi,
+            counted) -> dict[str, Trace]:
+    """Each traced query's trace, from the order whose value is the query's low end."""
+    vocab = prep._doc_vocab
+    judged_rows = np.flatnonzero(jmask)
+
+    def run_rows(order):
+        return order if rows is None else rows[order]
+
+    def docs_of(order):
+        return vocab.take(prep.run_doc_code[run_rows(order)]).to_pylist()
+
+    def raw_of(order):
+        return prep.run_label[run_rows(order)]
+
+    def judged_docs(mine):
+        return vocab.take(prep.qrels_doc_code[judged_rows[mine]]).to_pylist()
+
+    out = {}
+    for qid, q in traced.items():
+        ends = [v[q] for v in settled]
+        j = min(range(len(ends)), key=lambda i: (np.isnan(ends[i]), ends[i]))
+        ctx, pieces = shown[j]
+        values, empty = results_m[j]
+        t = build_trace(ctx, pieces, q, qid, values, empty, docs_of, raw_of, primary,
+                        judged_docs, listed=int(np.count_nonzero(q_rows == q)))
+        t.value, t.counted = (float(lo[q]), float(hi[q])), bool(counted[q])
+        out[qid] = t
+    return out
 
 
 def _refuse_unscaled(measures: list[Measure], conv: Conventions, labels: np.ndarray) -> None:

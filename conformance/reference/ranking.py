@@ -216,6 +216,9 @@ class Ranked:
     first: np.ndarray | None = None
     # rank(..., tie_groups=True): the tie groups of this order (tiecheck.TieGroups), else None
     ties: object = None
+    # per row: its index among the rows ``rank`` was given (rank(..., keep_order=True), for
+    # the trace: which document and which listing each ranked row is)
+    order: np.ndarray | None = None
 
     def group_start_rows(self) -> np.ndarray:
         """Per row: the index of the first row of its tie group (the row itself unless
@@ -430,6 +433,7 @@ def rank(
     pooled: np.ndarray | None = None,
     gain_shift: np.ndarray | None = None,
     tie_groups: bool = False,
+    keep_order: bool = False,
 ) -> Ranked:
     """Order rows of every query at once and build the per-row pieces.
 
@@ -446,7 +450,8 @@ def rank(
     ``keep_labels``: also keep each row's label (``Ranked.label``); ``pooled``: per row, whether
     it is judged with a negative label (``Ranked.pooled``, for infAP); ``gain_shift``: per
     query, the exponential gains' scale (``exponential_shift``); ``tie_groups``: also find the
-    tie groups (``Ranked.ties``, for ``tiecheck.changed``).
+    tie groups (``Ranked.ties``, for ``tiecheck.changed``); ``keep_order``: also keep the
+    permutation (``Ranked.order``, for ``conformance.reference.trace``).
     """
     def key(values, sign: int = 1, nan_as_zero: bool = False):
         if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
@@ -487,6 +492,7 @@ def rank(
     tied_pairs: list | None = [] if tie_groups else None
     order = sort_order(q, primary, ties, n_queries, tied_pairs)
     lab_s = labels[order]
+    kept_order = order.copy() if keep_order else None
     first = None
     if conv.duplicates == "set":  # a document counts at its highest-ranked listing only
         first = _first_listings(q[order], _take(doc, order))
@@ -520,6 +526,8 @@ def rank(
         found = tiecheck.find(order, primary, pos, lab_s, extra.get("pooled"), start, tied_pairs[0],
                               conv.relevance_threshold,
                               None if gain_shift is not None else lambda x: gains(x, conv))
+    if kept_order is not None:
+        extra["order"] = kept_order
     shift = None if gain_shift is None else gain_shift[q[order]]
     gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
     del lab_s, shift
@@ -648,10 +656,15 @@ def ideal_terms(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int,
     return g * discounts(pos, conv), start, n
 
 
+def ideal_order(gain_rows: np.ndarray, q_rows: np.ndarray) -> np.ndarray:
+    """The ideal order: rows by query, then gain descending; equal gains keep their order."""
+    return np.lexsort((-gain_rows, q_rows))
+
+
 def ideal_sorted(gain_rows: np.ndarray, q_rows: np.ndarray,
                  n_queries: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each query's gains sorted descending, query by query: (gains, start, count)."""
-    order = np.lexsort((-gain_rows, q_rows))
+    order = ideal_order(gain_rows, q_rows)
     g, qs = gain_rows[order], q_rows[order]
     start, n = segments(qs, n_queries)
     return g, start, n

@@ -133,3 +133,40 @@ def test_naming_entries_in_libs_runs_them_and_keeps_every_other_entry_judged():
     decided = {e.name: e.decided_by for e in lgb.entries}
     assert decided["lightgbm"] == decided["lightgbm:linear_gain"] == "live"
     assert {e.name for e in lgb.entries if e.consistent} >= {"trec_eval", "ir_measures"}
+
+
+# Spark MLlib's RankingMetricsSuite ("Ranking metrics: map, ndcg", mllib/src/test/scala/org/apache/
+# spark/mllib/evaluation/RankingMetricsSuite.scala): three queries, the third with no ground truth,
+# which Spark scores 0 and keeps in the mean; the values are the suite's own asserted numbers
+# (absTol 1e-5, so five decimals are read).
+_SPARK_RUNS = {"q1": [1, 6, 2, 7, 8, 3, 9, 10, 4, 5], "q2": [4, 1, 5, 6, 2, 7, 3, 8, 9, 10],
+               "q3": [1, 2, 3, 4, 5]}
+_SPARK_RELEVANT = {"q1": [1, 2, 3, 4, 5], "q2": [1, 2, 3]}
+_SPARK_REPORTED = {
+    "P@1": 1 / 3, "P@2": 1 / 3, "P@3": 1 / 3, "P@4": 0.75 / 3, "P@5": 0.8 / 3, "P@10": 0.8 / 3,
+    "P@15": 8 / 45, "AP": 0.355026, "AP@1": 0.333334, "AP@2": 0.25, "AP@3": 0.24074,
+    "nDCG@3": 1 / 3, "nDCG@5": 0.328788, "nDCG@10": 0.487913, "nDCG@15": 0.487913,
+    "R@1": 1 / 15, "R@2": 8 / 45, "R@3": 11 / 45, "R@4": 11 / 45, "R@5": 16 / 45, "R@10": 2 / 3,
+    "R@15": 2 / 3,
+}
+
+
+def _spark_fixture(tmp_path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(f"{q} 0 d{d} 1\n" for q, ds in _SPARK_RELEVANT.items() for d in ds))
+    run.write_text("".join(f"{q} Q0 d{d} {i + 1} {len(ds) - i} spark\n"
+                           for q, ds in _SPARK_RUNS.items() for i, d in enumerate(ds)))
+    return str(qrels), str(run)
+
+
+def test_spark_ranking_metrics_suite_is_reproduced_with_every_run_query_averaged(tmp_path):
+    """Spark's values need query_set=run_all (the query without ground truth scored 0 and kept
+    in the mean) and ap_denominator=min_k_relevant: the sweep tries every query set that can
+    change the mean on this input, so it finds them."""
+    qrels, run = _spark_fixture(tmp_path)
+    reported = [a for name, v in _SPARK_REPORTED.items() for a in ("--reported", f"{name}={v:.6f}")]
+    out = CliRunner().invoke(main, ["check-paper", "--qrels", qrels, "--run", run, "--quiet",
+                                    "--no-live", "--digits", "5", *reported])
+    assert out.exit_code == 0, out.output
+    assert "run_all" in out.stdout
+    assert "min_k_relevant" in out.stdout

@@ -739,3 +739,58 @@ def test_cli_html(hand_files, tmp_path):
     else:
         assert result.exit_code == 0, result.output
         assert out.exists() and out.stat().st_size > 0
+
+
+def test_every_value_a_library_profile_uses_is_swept_or_proven_idle():
+    """check-paper must be able to find what some library entry's own profile computes: every
+    value of an axis a measure reads, in any entry's profile, is swept (the axis record's
+    ``swept``, or the input's own thresholds and depths), is the default the sweep holds, or is
+    listed in ``UNTRIED_VALUES`` with the reason it cannot change what the sweep finds."""
+    from conformance.reference.sweep import UNTRIED_VALUES
+
+    missing = set()
+    for e in all_entries():
+        for text in ("nDCG@10", "nDCG", "DCG@10", "AP", "AP@10", "P@10", "R@10", "RR", "RR@10",
+                     "Rprec", "Success@10"):
+            m = parse_measure(text)
+            if not e.supports(m):
+                continue
+            conv = m.conventions(e.profile(m))
+            for a in m.record.axes:
+                v = getattr(conv, a)
+                axis = AXES[a]
+                if axis.swept is None or v == getattr(BASE, a) or v in axis.swept:
+                    continue  # thresholds and depths come from the input; defaults are held
+                if (a, v) not in UNTRIED_VALUES:
+                    missing.add((e.name, text, a, v))
+    assert not missing, sorted(missing)
+
+
+def test_the_sweep_tries_every_query_set_and_threshold_that_can_change_the_mean():
+    """A run query without judgments (run_all scores it as a query with nothing relevant) and
+    a label 0 (threshold 0: every judged document relevant) are swept; the values equal
+    evaluate's."""
+    qrels = Qrels.from_dict({"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"a": 0, "d": 1}})
+    run = Run.from_dict({"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"b": 2.0, "d": 1.0},
+                         "q3": {"a": 1.0}})
+    prep = Prepared(qrels, run)
+    m = parse_measure("P@2")
+    sw = Sweep(prep, [m])
+    assert "run_all" in sw.domains["query_set"]
+    assert 0 in sw.domains["relevance_threshold"]
+    g = sw.grids[m]
+    checked = 0
+    for idx in itertools.product(*[range(len(d)) for d in g.domains]):
+        settings = g.conventions(idx)
+        if settings.get("query_set") not in ("run_all", None) and settings.get("relevance_threshold") != 0:
+            continue
+        conv = BASE.replace(**settings)
+        try:
+            want = evaluate(prep, None, [m], conv).aggregate(m)
+        except EvaluationError:
+            assert g.error[idx]
+            continue
+        assert not g.error[idx]
+        assert g.lo[idx] == pytest.approx(want, abs=1e-15, nan_ok=True), settings
+        checked += 1
+    assert checked > 10

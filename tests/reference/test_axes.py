@@ -110,6 +110,8 @@ CASES: dict[str, AxisCase] = {
             # min(k = 3, n = 3) positions: the judged ideal here (see the test below that
             # tells the two apart)
             "judged_to_list": [2 / (3 + 2 / log2(3) + 1 / log2(4)), 2 / 3, (1 / 1 + 2 / 3) / 3],
+            # three slots of the largest judged gain, 3; R and AP read the judged documents
+            "k_slots": [2 / (3 * (1 + 1 / log2(3) + 1 / log2(4))), 2 / 3, (1 / 1 + 2 / 3) / 3],
         },
     ),
     # ranks: a (1); b (1) judged, not retrieved; R = 2, n = 1
@@ -673,6 +675,30 @@ def test_ideal_judged_to_list_cuts_the_judged_ideal_at_the_list_length():
     for ideal, value in want.items():
         ev = evaluate_rows(qrels, run, [M("nDCG", 5)], Conventions(ideal=ideal))
         assert ev.aggregate(M("nDCG", 5)) == pytest.approx(value, abs=TOL), ideal
+
+
+def test_ideal_k_slots_fills_every_position_up_to_k_whatever_the_query_has():
+    # judged a, b (1); ranks: a (2.0), x (1.0, unjudged): DCG = 1 at any k
+    qrels = [("q", "a", 1), ("q", "b", 1)]
+    run = [("q", "a", 2.0), ("q", "x", 1.0)]
+    conv = Conventions(ideal="k_slots")
+    want = {
+        M("nDCG", 5): 1 / (1 + 1 / log2(3) + 1 / log2(4) + 1 / log2(5) + 1 / log2(6)),  # 5 slots
+        M("nDCG", 1): 1 / 1,
+        M("nDCG"): 1 / (1 + 1 / log2(3)),  # no cutoff: n = 2 slots
+    }
+    for m, value in want.items():
+        ev = evaluate_rows(qrels, run, [m], conv)
+        assert ev.aggregate(m) == pytest.approx(value, abs=TOL), m.text
+    # graded: the slots hold the largest judged gain (2 here, linear), never reached by a list
+    # of one 2 and one 1
+    graded = [("q", "a", 2), ("q", "b", 1)]
+    ev = evaluate_rows(graded, [("q", "a", 2.0), ("q", "b", 1.0)], [M("nDCG", 3)], conv)
+    assert ev.aggregate(M("nDCG", 3)) == pytest.approx(
+        (2 + 1 / log2(3)) / (2 * (1 + 1 / log2(3) + 1 / log2(4))), abs=TOL)
+    # nothing relevant: the slots hold gain 0, the query is empty (empty_query decides)
+    none = evaluate_rows([("q", "a", 0)], run, [M("nDCG", 3)], conv.replace(empty_query="one"))
+    assert none.aggregate(M("nDCG", 3)) == 1.0
 
 
 def test_query_set_run_all_and_run_strict_leave_out_judged_queries_missing_from_the_run():

@@ -261,12 +261,15 @@ def test_binary_table_by_hand():
     assert [r.ap_term for r in ap.rows] == [1.0, 0.0, 2 / 3, 0.75]
     assert "/ R = 3" in ap.how
     p6 = position_table(prep, "q", parse_measure("P@6"), TREC_EVAL10, "t")
-    assert "3 relevant in the top 6 / 6" in p6.how
+    assert "relevant documents over the top 4 rows = 3, / k = 6" in p6.how
+    assert p6.table_value == 0.5
     p6n = position_table(prep, "q", parse_measure("P@6"),
                          TREC_EVAL10.replace(k_beyond_list="min_k_n"), "t")
-    assert "3 relevant in the top 6 / 4" in p6n.how
+    assert "relevant documents over the top 4 rows = 3, / min(k, n) = 4" in p6n.how
+    assert p6n.table_value == 0.75
     rr = position_table(prep, "q", parse_measure("RR@1"), TREC_EVAL10.replace(rr_cutoff="honour"), "t")
-    assert "rank 1: 1/1" in rr.how
+    assert "1 / rank of the first relevant document over the top 1 rows = 1" in rr.how
+    assert ap.table_value == pytest.approx((1 + 2 / 3 + 0.75) / 3, abs=1e-15)
 
 
 def test_position_table_under_average_ties_matches_the_reference():

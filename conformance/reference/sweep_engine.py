@@ -1,0 +1,513 @@
+"""The sweep's shared-work engine: the join, the presorted rows, the prefixes and orderings
+that every combination of conventions shares, and the reference's own :class:`Context` over
+them (``_SweepContext``), so each combination's value is the reference's arithmetic on shared
+intermediate values (see ``conformance.reference.sweep`` for what is shared and why).
+
+One idea at about 480 lines: the engine (``_Engine``) and the two views of its rows it hands
+the reference's formulas (``_SweepContext`` over a ranked prefix, ``_Whole`` for what only the
+whole lists show) cannot be read apart.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from conformance.conventions import AXES, Conventions
+from conformance.errors import EvaluationError
+from conformance.measures import Measure
+from conformance.reference.context import Context, JudgedIdeal
+from conformance.reference.formulas import GAINS_READ_THRESHOLD
+from conformance.reference.prepare import Prepared, transform_labels
+from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segments
+
+# Swept values of the axes whose values do not depend on the input (the axis records' own).
+SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
+RANKED_CACHE = 2  # Ranked objects kept at once
+# Where the sweep starts: the vocabulary defaults (trec_eval 10's command line).
+BASE = Conventions()
+
+
+def _reach(m: Measure, conv: Conventions) -> int | None:
+    """How far down each list ``m`` reads under ``conv``; None: the whole list."""
+    reach, k = m.record.reach, m.cutoff
+    if k is None or reach == "whole":
+        return None
+    if m.family == "RR" and conv.rr_cutoff == "ignore":  # the cutoff is read and ignored
+        return None
+    return 2 * k if reach == "twice_cutoff" else k
+
+
+def _coarse_key(q: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """int64 per row, ordered as (query, -score narrowed to float32): the coarsest order that
+    every (score precision, tie rule) ordering refines."""
+    with np.errstate(over="ignore"):
+        p32 = (-score).astype(np.float32)
+    p32 += np.float32(0.0)  # one bit pattern for zero
+    u = p32.view(np.uint32).astype(np.int64)
+    ordered = np.where(u >= 2**31, 2**32 - 1 - u, u + 2**31)
+    return (q.astype(np.int64) << 32) | ordered
+
+
+class _Whole:
+    """Per-query quantities of whole (depth-cut) lists that a prefix cannot see: the relevant
+    count and the ideal DCG under ``ideal=retrieved``, and the reference's two refusals under
+    ``ties=average``: a depth cut through a tied group of mixed relevance (for the count) or of
+    unequal gains (for the ideal).
+
+    ``labels``/``q``: every row of the cut lists (labels transformed, NaN unjudged). ``grouped``:
+    conventions -> the reference's ``Ranked`` of the cut lists under ``ties=average`` (None when
+    no cut can split a group: no depth cut, or another tie rule).
+    """
+
+    def __init__(self, labels: np.ndarray, q: np.ndarray, nq: int, k_top: int | None,
+                 grouped: Callable[[Conventions], Ranked] | None = None) -> None:
+        self.nq = nq
+        self._labels, self._q = labels, q
+        self._grouped = grouped
+        self._R: dict[int, np.ndarray] = {}
+        self._idcg: dict[tuple, np.ndarray] = {}
+        self._mixed: dict[int, bool] = {}
+        self._varied: dict[tuple, bool] = {}
+        # the ideal DCG at k reads the k largest gains of each list; every swept gain is
+        # non-decreasing in the label (unjudged = gain 0 = label 0), so the k_top largest
+        # labels hold them
+        if k_top is not None and labels.size:
+            order = np.lexsort((-np.nan_to_num(labels, nan=0.0), q))
+            qs = q[order]
+            start, n = segments(qs, nq)
+            pos = np.arange(qs.size) - start[qs]
+            keep = order[pos < k_top]
+            self._top_labels, self._top_q = labels[keep], q[keep]
+        else:
+            self._top_labels, self._top_q = labels, q
+
+    def R(self, threshold: int) -> np.ndarray:
+        if threshold not in self._R:
+            rel = np.nan_to_num(self._labels, nan=-np.inf) >= threshold
+            self._R[threshold] = np.bincount(self._q[rel], minlength=self.nq).astype(np.float64)
+        return self._R[threshold]
+
+    def require_fixed_count(self, tie_rule: str, conv: Conventions) -> None:
+        """As ``Context.require_fixed_count(None, ...)`` on the whole list."""
+        if tie_rule != "average" or self._grouped is None:
+            return
+        t = conv.relevance_threshold
+        if t not in self._mixed:
+            self._mixed[t] = bool(self._grouped(conv).splits_mixed_group(None).any())
+        if self._mixed[t]:
+            raise EvaluationError(
+                "ideal=retrieved with a depth cut under ties=average: the cut at depth splits a "
+                "tied group of relevant and non-relevant documents; choose another tie rule")
+
+    def require_fixed_gains(self, tie_rule: str, conv: Conventions) -> None:
+        """As ``Context.require_fixed_gains(None, ...)`` on the whole list."""
+        if tie_rule != "average" or self._grouped is None:
+            return
+        key = _gain_key(conv)
+        if key not in self._varied:
+            self._varied[key] = bool(self._grouped(conv).splits_varied_group(None).any())
+        if self._varied[key]:
+            raise EvaluationError(
+                "ideal=retrieved with a depth cut under ties=average: the cut splits a tied "
+                "group of unequal gains; choose another tie rule")
+
+    def has_gain(self, conv: Conventions) -> np.ndarray:
+        """As ``Context.has_gain`` on the whole list: some document has a nonzero gain."""
+        g = gains(self._labels, conv)  # an unjudged document gains 0 under every gain
+        nonzero = (g != 0) & ~np.isnan(g)
+        return np.bincount(self._q[nonzero], minlength=self.nq) > 0
+
+    def idcg(self, conv: Conventions, k: int | None) -> np.ndarray:
+        key = (_gain_key(conv), conv.discount, k)
+        if key not in self._idcg:
+            # under binary gains a threshold <= 0 gives label 0 the gain 1 and an unjudged
+            # document 0: the largest labels (unjudged read as 0) need not hold the largest gains
+            top = not (conv.gain == "binary" and conv.relevance_threshold <= 0)
+            labels, q = (self._top_labels, self._top_q) if top else (self._labels, self._q)
+            self._idcg[key] = ideal_dcg(gains(labels, conv), q, self.nq, conv, k)
+        return self._idcg[key]
+
+
+def _gain_key(conv: Conventions) -> tuple:
+    """The axes ``ranking.gains`` reads."""
+    reads_threshold = conv.threshold_scope == "graded" or conv.gain == "binary"
+    return (conv.gain, conv.threshold_scope, conv.relevance_threshold if reads_threshold else None)
+
+
+@dataclass
+class _SweepContext(Context):
+    """The reference's :class:`Context` over a ranked prefix of each list.
+
+    Under ``ideal=retrieved``, R and the ideal DCG are the whole list's, taken from ``whole``
+    (None when ``ranked`` holds the whole lists: then the reference's own code runs). The judged
+    ideal DCG comes from ``shared``, one per (labels, gains, discount, k) for every context.
+    """
+
+    whole: Any = None
+    shared: Any = None
+    gain_key: Any = None
+
+    @property
+    def R(self) -> np.ndarray:
+        if self.conv.ideal == "retrieved" and self.whole is not None:
+            self.whole.require_fixed_count(self.tie_rule, self.conv)
+            return self.whole.R(self.conv.relevance_threshold)
+        return Context.R.fget(self)
+
+    def has_gain(self) -> np.ndarray:
+        if self.conv.ideal == "retrieved" and self.whole is not None:
+            self.whole.require_fixed_gains(self.tie_rule, self.conv)
+            return self.whole.has_gain(self.conv)
+        return Context.has_gain(self)
+
+    def idcg(self, k: int | None) -> np.ndarray:
+        if self.conv.ideal == "retrieved":
+            if self.whole is None:
+                return Context.idcg(self, k)
+            self.whole.require_fixed_gains(self.tie_rule, self.conv)
+            return self.whole.idcg(self.conv, k)
+        # the reference's own judged ideal (and its judged_to_list cut), one per gains and
+        # discount for every context, each cutoff summed once
+        key = (self.gain_key, self.conv.discount)
+        if key not in self.shared:
+            self.shared[key] = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries,
+                                           self.conv)
+        self.judged_ideal = self.shared[key]
+        return Context.idcg(self, k)
+
+
+class _Engine:
+    """Everything the sweep shares: the join, the presorted rows, prefixes, labels, orderings."""
+
+    def __init__(self, prep: Prepared, facts: Any, k_top: int | None,  # facts: sweep.Facts
+                 drop_identical: bool = False) -> None:
+        self.prep, self.facts, self.k_top = prep, facts, k_top
+        # every query any swept query set scores: the judged ones (query_set=qrels, a superset
+        # of run) and, when run_all is swept, the run's queries without judgments too
+        scored = prep.in_qrels | prep.in_run if facts.run_only_queries else prep.in_qrels.copy()
+        self.scored = scored
+        self.in_qrels = prep.in_qrels[scored]
+        self.local = np.cumsum(scored) - 1
+        self.nq = int(scored.sum())
+        self.qids = prep.qids[scored]
+        self.in_run = prep.in_run[scored]  # a query whose every row is dropped stays in the run
+        rows = np.asarray(prep.kept_rows("error"))
+        if drop_identical:  # identical_ids=drop: as evaluate, the rows named like their query go
+            rows = rows[~prep.identical_rows[rows]]
+        rows = rows[scored[prep.run_q[rows]]]
+        q = self.local[prep.run_q[rows]]
+        key = _coarse_key(q, prep.run_score[rows])
+        order = np.argsort(key, kind="stable")
+        self.rows, self.q, self.key = rows[order], q[order], key[order]
+        self.start, self.n = segments(self.q, self.nq)
+        self._prefix: dict[int | None, np.ndarray] = {}
+        self._primary: dict[str, np.ndarray] = {}
+        self._labels: dict[tuple, np.ndarray] = {}
+        self._judged: dict[tuple, tuple] = {}
+        self._R: dict[tuple, np.ndarray] = {}
+        self._jgain: dict[tuple, np.ndarray] = {}
+        # Ranked objects hold ~10 arrays per row: an unbounded cache of whole-list orderings
+        # grew to 1.5 GB on 1,000 x 1,000. The sweep visits combinations with the axes that
+        # change the Ranked outermost (their stages, _loop_rank), so each is used in one stretch and a small
+        # LRU loses no reuse (rank_calls == distinct_rankings, checked by the tests).
+        self._ranked: OrderedDict[tuple, Ranked] = OrderedDict()
+        self.ranked_cache_size = RANKED_CACHE
+        self.distinct_rankings: set[tuple] = set()
+        self.ranked_builds = 0  # rank() calls of ranked(): equal to len(distinct_rankings)
+        self._whole: dict[tuple, _Whole] = {}
+        self._arrays: dict[tuple, tuple] = {}
+        self._deeper: dict[tuple, bool] = {}
+        self.shared_idcg: dict = {}
+        self._selections: dict[str, tuple] = {}
+        self._short: dict[tuple, bool] = {}
+        self.rank_calls = 0
+        self._ties_info()
+
+    def selection(self, query_set: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(mask over the engine's queries of those ``query_set`` scores, None: all; each
+        query's position among the selected), as ``prepare.scored_queries`` selects them."""
+        if query_set not in self._selections:
+            if query_set == "run":
+                mask = self.in_run & self.in_qrels
+            elif query_set == "run_all":
+                mask = self.in_run.copy()
+            else:
+                mask = self.in_qrels.copy()
+            self._selections[query_set] = (None, None) if mask.all() else (
+                mask, np.cumsum(mask) - 1)
+        return self._selections[query_set]
+
+    def lists_short(self, lv, k: int | None, depth: int | None) -> bool:
+        """Is some list shorter than the judged ideal cut at k (min(k, judged documents))? Only
+        then does ``ideal=judged_to_list`` (the ideal cut at min(k, n)) differ from ``judged``."""
+        key = (lv, k, depth)
+        if key not in self._short:
+            count = np.bincount(self.judged(lv)[0], minlength=self.nq)
+            need = count if k is None else np.minimum(count, k)
+            n = self.n if depth is None else np.minimum(self.n, depth)
+            self._short[key] = bool((n < need).any())
+        return self._short[key]
+
+    # -- orderings ----------------------------------------------------------------------------
+
+    def _ties_info(self) -> None:
+        """Which orderings can differ: ties under each precision, merges made by float32."""
+        k, s = self.key, self.prep.run_score[self.rows]
+        same32 = (k[1:] == k[:-1]) if k.size > 1 else np.zeros(0, bool)
+        self.ties32 = bool(same32.any())
+        if not self.ties32:
+            self.ties64 = self.merges32 = False
+            return
+        # within float32-equal runs, compare the float64 scores
+        tied = np.zeros(k.size, bool)
+        tied[1:] |= same32
+        tied[:-1] |= same32
+        at = np.flatnonzero(tied)
+        sub = at[np.lexsort((s[at], k[at]))]
+        same_k = k[sub][1:] == k[sub][:-1]
+        same_s = s[sub][1:] == s[sub][:-1]
+        self.ties64 = bool((same_k & same_s).any())
+        self.merges32 = bool((same_k & ~same_s).any())
+
+    def ordering(self, conv: Conventions, tie_rule: str) -> tuple[str, str, str]:
+        """(tie rule, score precision, rank source) of the Ranked this convention set can
+        share: orderings that cannot differ on this input are one."""
+        if conv.rank_source == "rank_column":
+            return tie_rule, "rank", "rank_column"
+        precision = conv.score_precision
+        if precision == "float32" and not self.merges32:
+            precision = "float64"
+        ties = self.ties32 if precision == "float32" else self.ties64
+        if not ties and tie_rule in SWEPT_VALUES["ties"]:
+            tie_rule = "docid_desc"
+        return tie_rule, precision, conv.rank_source
+
+    def primary(self, precision: str) -> np.ndarray:
+        if precision not in self._primary:
+            if precision == "rank":
+                p = self.prep.run_rank[self.rows]
+                if np.isnan(p).any():
+                    raise EvaluationError(
+                        f"{self.prep.run_source}: rank_source=rank_column but line "
+                        f"{self.prep.run_line[self.rows][np.isnan(p)][0]} has no numeric rank"
+                    )
+            else:
+                score = self.prep.run_score[self.rows]
+                if precision == "float32":
+                    with np.errstate(over="ignore"):
+                        score = score.astype(np.float32).astype(np.float64)
+                p = -score
+            self._primary[precision] = p
+        return self._primary[precision]
+
+    # -- rows -----------------------------------------------------------------------------------
+
+    def prefix(self, k: int | None) -> np.ndarray:
+        """Positions (in presorted order) of every row whose float32 score is at least the k-th
+        highest of its query: each list's top k under any ordering, with whole tie groups."""
+        if k is None or k >= max(self.facts.longest_list, 1):
+            k = None
+        if k not in self._prefix:
+            if k is None:
+                self._prefix[k] = np.arange(self.rows.size)
+            else:
+                last = np.where(self.n >= k, self.start + k - 1, 0)
+                bound = np.where(self.n >= k, self.key[last] if self.key.size else 0,
+                                 np.iinfo(np.int64).max)
+                self._prefix[k] = np.flatnonzero(self.key <= bound[self.q])
+        return self._prefix[k]
+
+    def labels(self, lv: tuple[str, str]) -> np.ndarray:
+        """Transformed label of every presorted row under (label_type, negative_labels)."""
+        if lv not in self._labels:
+            conv = BASE.replace(label_type=lv[0], negative_labels=lv[1])
+            run_labels = transform_labels(self.prep.run_label, conv, self.prep.qrels_source)
+            self._labels[lv] = run_labels[self.rows]
+        return self._labels[lv]
+
+    def judged(self, lv: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+        """(query index, transformed label) of every judged qrels row of a scored query."""
+        if lv not in self._judged:
+            conv = BASE.replace(label_type=lv[0], negative_labels=lv[1])
+            lab = transform_labels(self.prep.qrels_label, conv, self.prep.qrels_source)
+            jmask = self.scored[self.prep.qrels_q] & ~np.isnan(lab)
+            self._judged[lv] = (self.local[self.prep.qrels_q[jmask]], lab[jmask])
+        return self._judged[lv]
+
+    def R_judged(self, lv, threshold: int) -> np.ndarray:
+        key = (lv, threshold)
+        if key not in self._R:
+            jq, jlab = self.judged(lv)
+            self._R[key] = np.bincount(jq[jlab >= threshold], minlength=self.nq).astype(np.float64)
+        return self._R[key]
+
+    def judged_gain(self, lv, conv: Conventions) -> tuple[tuple, np.ndarray]:
+        gk = (lv,) + _gain_key(conv)
+        if gk not in self._jgain:
+            self._jgain[gk] = gains(self.judged(lv)[1], conv)
+        return gk, self._jgain[gk]
+
+    def _rank_args(self, k: int | None, precision: str, lv) -> tuple:
+        key = (k, precision, lv)
+        if key not in self._arrays:
+            pos = self.prefix(k)
+            rows = self.rows[pos]
+            self._arrays[key] = (self.q[pos], self.primary(precision)[pos], self.prep.run_doc[rows],
+                                 self.prep.run_order[rows], self.labels(lv)[pos])
+        return self._arrays[key]
+
+    def _prefix_deeper(self, k: int | None, depth: int | None) -> bool:
+        """Does some prefix list hold more rows than ``depth`` (so the cut changes it)?"""
+        if depth is None:
+            return False
+        key = (k, depth)
+        if key not in self._deeper:
+            longest = np.bincount(self.q[self.prefix(k)], minlength=self.nq).max(initial=0)
+            self._deeper[key] = bool(longest > depth)
+        return self._deeper[key]
+
+    def ranked(self, lv, order: tuple[str, str, str], k: int | None, conv: Conventions,
+               binary: bool) -> Ranked:
+        """The reference's ``rank`` over the prefix ``k`` (None: whole lists)."""
+        tie_rule, precision, _ = order
+        depth = conv.depth if self._prefix_deeper(k, conv.depth) else None
+        if binary:  # binary measures never read gains
+            gain, scope = "linear", "binary"
+        else:
+            gain, scope = conv.gain, conv.threshold_scope
+        key = (lv, order, k, depth, gain, scope, conv.relevance_threshold)
+        if key in self._ranked:
+            self._ranked.move_to_end(key)
+        else:
+            rconv = BASE.replace(gain=gain, threshold_scope=scope,
+                                 relevance_threshold=conv.relevance_threshold, depth=depth)
+            q, primary, doc, order_in_run, labels = self._rank_args(k, precision, lv)
+            self.rank_calls += 1
+            self.ranked_builds += 1
+            self.distinct_rankings.add(key)
+            while len(self._ranked) >= self.ranked_cache_size:
+                self._ranked.popitem(last=False)
+            self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule,
+                                     keep_labels=True, pooled=self._pooled(k, lv))
+        return self._ranked[key]
+
+    def _pooled(self, k: int | None, lv) -> np.ndarray:
+        """Per row of the prefix: judged with a negative label read as unjudged (infAP's pool)."""
+        raw = self.prep.run_label[self.rows[self.prefix(k)]]
+        with np.errstate(invalid="ignore"):
+            return (raw < 0) & (lv[1] == "unjudged")
+
+    def whole(self, lv, order: tuple[str, str, str], depth: int | None) -> _Whole:
+        """The whole lists cut to ``depth``, for contexts over a shorter prefix."""
+        if depth is None or not self._prefix_deeper(None, depth):
+            key = (lv, None)
+            if key not in self._whole:
+                self._whole[key] = _Whole(self.labels(lv), self.q, self.nq, self.k_top)
+            return self._whole[key]
+        key = (lv, order, depth)
+        if key not in self._whole:
+            tie_rule, precision, _ = order
+            q, primary, doc, order_in_run, labels = self._rank_args(depth, precision, lv)
+            # rows in rank order: the row numbers ride through rank() as linear gains
+            index = np.arange(q.size, dtype=np.float64)
+            self.rank_calls += 1
+            cut = rank(q, primary, doc, order_in_run, index, self.nq, BASE.replace(depth=depth),
+                       tie_rule).gain.astype(np.int64)
+
+            def grouped(conv: Conventions) -> Ranked:
+                self.rank_calls += 1
+                return rank(q, primary, doc, order_in_run, labels, self.nq,
+                            BASE.replace(depth=depth, gain=conv.gain,
+                                         threshold_scope=conv.threshold_scope,
+                                         relevance_threshold=conv.relevance_threshold), "average")
+
+            self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
+                                      grouped if tie_rule == "average" else None)
+        return self._whole[key]
+
+    @staticmethod
+    def _threshold_idle(m: Measure, conv: Conventions) -> bool:
+        """nDCG, DCG, G and nDCGRel read the relevance threshold only through their gains
+        (``threshold_scope=graded``, or ``gain=binary``, whose gain is relevance); their refusals
+        (``require_fixed_gains``) read gains too. (RnDCG also reads R: it is 0 without a relevant
+        document, as in trec_eval.)"""
+        return (m.family in GAINS_READ_THRESHOLD and conv.threshold_scope == "binary"
+                and conv.gain != "binary")
+
+    def gain_threshold(self, m: Measure, conv: Conventions):
+        """The relevance threshold as a graded family's gains read it: None where they do not
+        (``_threshold_idle``); 1 for a threshold below 1 under linear or exponential gains when
+        every label from it up to 1 is 0, whose gain is 0 either way (the same gains, so the
+        same values); else the threshold itself."""
+        thr = conv.relevance_threshold
+        if self._threshold_idle(m, conv):
+            return None
+        if (m.family in GAINS_READ_THRESHOLD and thr < 1 and conv.gain in ("linear", "exponential")):
+            lv = (conv.label_type, conv.negative_labels)
+            key = ("below", lv, thr)
+            if key not in self._short:
+                lab = self.judged(lv)[1]
+                between = lab[(lab >= thr) & (lab < 1)]
+                self._short[key] = bool((between == 0).all())
+            if self._short[key]:
+                return 1
+        return thr
+
+    def formula_key(self, m: Measure, conv: Conventions) -> tuple:
+        """Equal keys, equal formula results (values and empty queries) for ``m``: the value of
+        every axis ``m``'s family reads (``Family.axes``) outside the aggregate stage, with the
+        values that cannot differ on this input made one: orderings (``ordering``), a depth no
+        list reaches, a threshold the gains do not read, ``judged_to_list`` where no list is
+        shorter than its ideal cut."""
+        values = []
+        for a in m.record.axes:
+            axis = AXES[a]
+            if axis.stage == "aggregate" or a == "identical_ids":  # the engine is chosen by it
+                continue
+            v = getattr(conv, a)
+            if axis.stage == "ordering":
+                v = self.ordering(conv, conv.ties)
+            elif a == "depth":
+                v = conv.depth if conv.depth is not None and self._prefix_deeper(None, conv.depth) else None
+            elif a == "relevance_threshold" and m.record.kind == "graded":
+                v = self.gain_threshold(m, conv)
+            elif a == "ideal" and v == "judged_to_list" and not self.lists_short(
+                    (conv.label_type, conv.negative_labels), m.cutoff, conv.depth):
+                v = "judged"
+            values.append(v)
+        return (m, tuple(values))
+
+    def contexts(self, m: Measure, conv: Conventions) -> list[Context]:
+        """The reference context ``evaluate`` would build for ``m`` under ``conv`` (any tie rule
+        but ``unspecified``, which the sweep leaves to ``evaluate`` itself)."""
+        lv = (conv.label_type, conv.negative_labels)
+        out = []
+        for rule in [conv.ties]:
+            order = self.ordering(conv, rule)
+            if order[2] == "rank_column":
+                # the rank column's order is not the presorted one: rank whole lists
+                k, covers = None, True
+            else:
+                reach = _reach(m, conv)
+                k = reach if conv.depth is None or reach is None else min(reach, conv.depth)
+                if conv.depth is not None and k is None:
+                    k = conv.depth
+                covers = self.prefix(k).size == self.rows.size or (
+                    conv.depth is not None and k is not None and k >= conv.depth)
+            rconv = conv
+            if m.record.kind == "graded":
+                thr = self.gain_threshold(m, conv)
+                if thr != conv.relevance_threshold:  # a threshold the gains do not tell apart
+                    rconv = conv.replace(relevance_threshold=1 if thr is None else thr)
+            ranked = self.ranked(lv, order, k, rconv, m.record.kind != "graded")
+            whole = None if covers else self.whole(lv, order, conv.depth)
+            gk, jgain = self.judged_gain(lv, conv)
+            jq = self.judged(lv)[0]
+            out.append(_SweepContext(conv, ranked, rule, self.R_judged(lv, conv.relevance_threshold),
+                                     jgain, jq, judged_label=self.judged(lv)[1], whole=whole,
+                                     shared=self.shared_idcg, gain_key=gk))
+        return out
