@@ -361,13 +361,17 @@ def test_exponential_gain_reproduces_and_trec_eval_does_not(hand_evidence):
     # anything while labels keep their gains (binary scope), and only 1 when it drops them; one
     # query is its own geometric mean; rounding to 5 places (0.79671) stays inside 0.7967's
     # printed interval
+    # The log base cancels in nDCG (log:10 beside log2); the ideal over k slots (3 copies of the
+    # best gain 3: 3 + 3 + 3/log2(3) = 7.893, nDCG 4/7.893 = 0.5068) is the one ideal that differs;
+    # threshold 0 or 1 changes no gain (label 0 gains 2^0 - 1 = 0)
+    both = {"discount": ["log2", "log:10"], "ideal": ["judged", "retrieved", "judged_to_list"]}
     assert res.consistent_conventions == [
-        {"gain": "exponential", "discount": "log2", "ideal": "any", "empty_query": "any", "ties": "any",
+        {"gain": "exponential", **both, "empty_query": "any", "ties": "any",
          "relevance_threshold": "any", "threshold_scope": "binary", "score_precision": "any",
-         "mean": "any", "rounding": "any"},
-        {"gain": "exponential", "discount": "log2", "ideal": "any", "empty_query": "any", "ties": "any",
-         "relevance_threshold": "1", "threshold_scope": "any", "score_precision": "any",
-         "mean": "any", "rounding": "any"},
+         "rounding": "any", "mean": "any"},
+        {"gain": "exponential", **both, "empty_query": "any", "ties": "any",
+         "relevance_threshold": ["0", "1"], "threshold_scope": "any", "score_precision": "any",
+         "rounding": "any", "mean": "any"},
     ]
     # LightGBM and XGBoost use 2^rel - 1; trec_eval and scikit-learn linear gain (0.8597187)
     assert res.consistent_libraries == ["lightgbm", "xgboost"]
@@ -384,16 +388,18 @@ def test_exponential_gain_reproduces_and_trec_eval_does_not(hand_evidence):
 def test_nothing_reproduces_gives_the_nearest_miss(hand_evidence):
     res = answer(hand_evidence, [parse_reported("nDCG@3=0.5000")])
     assert res.consistent_conventions == [] and res.consistent_libraries == []
-    # the smallest nDCG@3 of the sweep: threshold 2, graded scope, 0.6309298 (0.1308798 above
-    # the interval's top 0.50005)
+    # the smallest nDCG@3 of the sweep, by hand: exponential gains 1, 3, 0 under Jarvelin's
+    # discount (ranks 1 and 2 weigh 1, rank 3 1/log2(3)): DCG 4; the ideal over k slots, three
+    # copies of the best gain 3: 3 + 3 + 3/log2(3) = 7.8928; 4/7.8928 = 0.506791, rounded to five
+    # places 0.50679 (0.00674 above the interval's top 0.50005)
     (miss,) = res.misses
-    assert miss.value == pytest.approx(0.6309298, abs=1e-7)
-    assert miss.gap == pytest.approx(0.1308798, abs=1e-7)
-    assert miss.conventions["relevance_threshold"] == 2
-    assert miss.conventions["threshold_scope"] == "graded"
+    assert miss.value == pytest.approx(0.50679, abs=1e-12)
+    assert miss.gap == pytest.approx(0.50679 - 0.50005, abs=1e-12)
+    assert (miss.conventions["gain"], miss.conventions["discount"], miss.conventions["ideal"]) == (
+        "exponential", "jarvelin", "k_slots")
     assert res.verdict.startswith("nDCG@3 = 0.5000 is not reproducible under any convention set swept;"
-                                  " the nearest nDCG@3 is 0.6309, 0.1309 above")
-    assert "relevance_threshold=2, threshold_scope=graded" in res.verdict
+                                  " the nearest nDCG@3 is 0.5068, 0.0067 above")
+    assert "gain=exponential, discount=jarvelin, ideal=k_slots" in res.verdict
 
 
 def test_several_values_narrow_the_answer_jointly(hand_evidence):
@@ -403,8 +409,9 @@ def test_several_values_narrow_the_answer_jointly(hand_evidence):
     assert any(r["relevance_threshold"] == "any" for r in alone.consistent_conventions)
     res = answer(hand_evidence, [parse_reported("nDCG@3=0.8597"), parse_reported("P@2=0.5000")])
     assert [{k: v for k, v in r.items() if v != "any"} for r in res.consistent_conventions] == [
-        {"gain": "linear", "discount": "log2", "relevance_threshold": "2", "threshold_scope": "binary"}
-    ]
+        {"gain": "linear", "discount": ["log2", "log:10"], "ideal": ["judged", "retrieved", "judged_to_list"],
+         "relevance_threshold": "2", "threshold_scope": "binary"}
+    ]  # the base cancels; k_slots' ideal 2 + 2/log2(3) + 2/2 = 4.262 gives 0.531
     # trec_eval has the gains right but counts label 1 as relevant (P@2 = 1.0); the list-wise
     # libraries do not compute P@2 at all
     assert res.consistent_libraries == []
