@@ -160,17 +160,7 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
     if not quiet:
         _report_counts(result)
         _warnings(result, tied)
-    rows = _rows(result, measures, per_query)
-    if fmt == "csv":
-        buf = _stdio.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(["measure", "qid", "value"])
-        for text, qid, lo, hi, count, ranged in rows:
-            writer.writerow([text, qid, _text_value(lo, hi, count, ranged, _full)])
-        click.echo(buf.getvalue(), nl=False)
-    else:
-        for text, qid, lo, hi, count, ranged in rows:
-            click.echo(f"{text:<22}\t{qid}\t{_text_value(lo, hi, count, ranged, _four)}")
+    _print_rows(_rows(result, measures, per_query), fmt)
     if sentences is not None:
         click.echo("")
         for s in sentences:
@@ -198,7 +188,11 @@ def _spark(qrels_path, run_path, example, measures, profile_name, overrides, bas
     if fmt == "json":
         click.echo(_json(result, profile_name, base, measures, per_query))
         return
-    rows = _rows(result, measures, per_query)
+    _print_rows(_rows(result, measures, per_query), fmt)
+
+
+def _print_rows(rows: list[tuple], fmt: str) -> None:
+    """The value rows as CSV (every digit) or as the text table (four decimals)."""
     if fmt == "csv":
         buf = _stdio.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

@@ -134,6 +134,12 @@ class ImplicitEntry(Entry):
     def default_profile(self) -> Conventions:
         return PROFILE
 
+    # known_failure is checked, not trusted (Entry): ranking_metrics_at_k raises ZeroDivisionError;
+    # the generated cases' catalogues are small, so the default differential run refused 9 of 80
+    # clean cases and 10 of 40 with duplicate listings
+    known_failure_shows = frozenset({"raises"})
+    known_failure_ceiling = {"*": 0.4}
+
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """A user whose test items are every item of the catalogue (every document the qrels or
         the run names): ``ranking_metrics_at_k`` computes its auc over the items not in the
@@ -158,7 +164,7 @@ class ImplicitEntry(Entry):
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         if not self.supports(measure):
             return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        failure = self.known_failure(qrels, run, measure)
+        failure = self.refusal(qrels, run, measure)
         if failure is not None:
             return LibraryValues(error=failure)
         from scipy.sparse import csr_matrix
