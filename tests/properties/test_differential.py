@@ -139,9 +139,18 @@ def _groups() -> list:
 
 GROUPS = _groups()
 
+# The default run (CI's) draws the same cases every time: its minimums of value comparisons and
+# the ceilings on known failures are then facts about fixed cases, not a chance of a red build
+# (torchmetrics:error refuses about 76% of RecallAtPrecision cases against its ceiling of 85%:
+# 16 random cases exceed it about one run in five). Asking for more examples
+# (CONFORMANCE_FUZZ_EXAMPLES) or the long fuzz (CONFORMANCE_FUZZ) draws new cases each run.
+DERANDOMIZE = not (os.environ.get("CONFORMANCE_FUZZ_EXAMPLES") or os.environ.get("CONFORMANCE_FUZZ"))
+
+
 def _settings(examples: int) -> settings:
     return settings(
         max_examples=examples,
+        derandomize=DERANDOMIZE,
         deadline=None,  # library calls (a LightGBM worker's first start) vary a lot in time
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         print_blob=True,
@@ -505,11 +514,13 @@ def check_tally(e: Entry, label: str, t: Tally, minimum: int, share: bool = True
 
 # The fewest value-carrying comparisons one group's clean-label run must make in the default
 # run (of CLEAN_EXAMPLES or more cases, each with a query in both inputs by construction): a
-# fifth of its cases, 3 of 16. Measured, the fewest is ranx's Bpref, 4 of 16 (ranx refuses
-# unequal query sets, and its bpref known failure a query with no relevant judged document);
-# most groups compare values on 12 or more of 16.
-def minimum_values(cases: int) -> int:
-    return max(1, cases // 5)
+# fifth of the cases its entry does not declare it may refuse (known_failure_ceiling), 3 of 16
+# where it declares none. Measured, the fewest is ranx's Bpref, 4 of 16 (ranx refuses unequal
+# query sets, and its bpref known failure a query with no relevant judged document); most groups
+# compare values on 12 or more of 16. torchmetrics:error's RecallAtPrecision, which may refuse
+# 85% (its float32 mean at min_precision), compares 2 of 16 and must compare 1.
+def minimum_values(cases: int, ceiling: float = 0.0) -> int:
+    return max(1, int(cases * (1 - ceiling)) // 5)
 
 
 def _check(e: Entry, spec: tuple, ks: tuple, examples: int, minimum: int | None = None,
@@ -535,7 +546,9 @@ def _check(e: Entry, spec: tuple, ks: tuple, examples: int, minimum: int | None 
 
     check()
     label = _label(family, ks != (None,), params, overrides)
-    problems = check_tally(e, label, tally, minimum_values(n) if minimum is None else minimum,
+    family_name = label.split("(")[0].split("@")[0]
+    problems = check_tally(e, label, tally,
+                           minimum_values(n, e.ceiling_for(family_name)) if minimum is None else minimum,
                            share)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
