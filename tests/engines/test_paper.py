@@ -282,7 +282,13 @@ READ_MEASURES = parse_measures(
 )
 
 
+# A finding, open (issue 23): on a generated case, switching `ideal` (which NumRelRet does not
+# read) to `retrieved` turns evaluate()'s refusal of NumRelRet into 0.0: a refusal decided by the
+# ideal stage reaches a family that has no ideal. Strict, as the sweep property above.
+@pytest.mark.xfail(strict=True, reason="switching ideal changes whether NumRelRet is refused "
+                   "(issue 23: open finding)")
 @settings(max_examples=EXAMPLES * 3, deadline=None, derandomize=True,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=cases(negative=True, fractional=True), data=st.data())
 def test_axes_a_measure_does_not_read_never_change_it(case, data):
