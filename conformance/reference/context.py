@@ -9,6 +9,7 @@ the formulas read through a context are its methods: the ideal (``ideal_gains``,
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,9 +72,9 @@ class Context:
     # Under ties=unspecified: the context of the same rows grouped into tie groups (average),
     # used only to tell whether a cut splits a tied group.
     tie_groups: object = None
-    # Under nonpositive_scores=not_relevant (binary measures): R of the unmasked list, since
-    # the masked documents still count among the relevant ones (ideal=retrieved only).
-    list_R: np.ndarray | None = None
+    # Under nonpositive_scores=not_relevant (binary measures): () -> R of the unmasked list,
+    # since the masked documents still count among the relevant ones (ideal=retrieved only).
+    list_R: Callable[[], np.ndarray] | None = None
     _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
     # the judged ideal, shared with the other Contexts of the evaluation (built here if not)
     judged_ideal: JudgedIdeal | None = None
@@ -199,7 +200,7 @@ class Context:
     def R(self) -> np.ndarray:
         if self.conv.ideal == "retrieved":
             if self.list_R is not None:
-                return self.list_R
+                return self.list_R()
             self.require_fixed_count(None, "ideal=retrieved with a depth cut")
             return self.ranked.upto(self.ranked.rel, None)
         return self.R_judged

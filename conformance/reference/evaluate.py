@@ -285,7 +285,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             ctx = Context(conv, ranked, tie_rule, R_judged, jgain, jq, judged_ideal=judged_ideal,
                           judged_label=jlab)
             if masked and conv.ideal == "retrieved":
-                ctx.list_R = cached(tie_rule).R
+                # read only when a measure asks for R: the unmasked list's R may be refused
+                # (a depth cut under ties=unspecified) where the measure never needed it
+                ctx.list_R = lambda: cached(tie_rule).R
             ctx.unannotated = lambda: unannotated(tie_rule)
             return ctx
 
