@@ -224,6 +224,7 @@ class _Engine:
         self.shared_idcg: dict = {}
         self._selections: dict[str, tuple] = {}
         self._short: dict[tuple, bool] = {}
+        self._underflows32: bool | None = None
         self.rank_calls = 0
         self._ties_info()
 
@@ -479,7 +480,20 @@ class _Engine:
                     (conv.label_type, conv.negative_labels), m.cutoff, conv.depth):
                 v = "judged"
             values.append(v)
+        if (conv.nonpositive_scores == "not_relevant" and "nonpositive_scores" in m.record.axes
+                and conv.score_precision == "float32" and self.underflows32()):
+            # the ordering above may make float32 one with float64 (it merges no scores), but
+            # a score that float32 rounds to 0 is masked as not relevant only under float32
+            values.append("float32_masks")
         return (m, tuple(values))
+
+    def underflows32(self) -> bool:
+        """Some score is positive as a double and <= 0 as a float32 (it underflows to 0)."""
+        if self._underflows32 is None:
+            s = self.prep.run_score[self.rows]
+            with np.errstate(over="ignore"):
+                self._underflows32 = bool(((s > 0) & (s.astype(np.float32) <= 0)).any())
+        return self._underflows32
 
     def contexts(self, m: Measure, conv: Conventions) -> list[Context]:
         """The reference context ``evaluate`` would build for ``m`` under ``conv`` (any tie rule
