@@ -210,12 +210,6 @@ EXAMPLES = int(os.environ.get("CONFORMANCE_PAPER_EXAMPLES", "5"))
 PER_MEASURE = int(os.environ.get("CONFORMANCE_PAPER_CELLS", "10"))
 
 
-# A finding, open (issue 23): since the sweep tries every profile's values (k_slots,
-# judged_to_list, run_all, log:10, thresholds below 1), some cell of a generated case differs
-# from evaluate(). Strict: the day the sweep is fixed this test fails until the mark goes. No
-# shrinking, so the known failure costs one pass over the fixed (derandomized) examples.
-@pytest.mark.xfail(strict=True, reason="the fuller sweep disagrees with evaluate() on a generated "
-                   "case (issue 23: open finding)")
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -223,6 +217,44 @@ PER_MEASURE = int(os.environ.get("CONFORMANCE_PAPER_CELLS", "10"))
 def test_sweep_equals_evaluate_on_generated_cases(case):
     note(case.dump())
     assert check_sample(case.qrels, case.run, SWEEP_MEASURES, per_measure=PER_MEASURE, seed=0) > 0
+
+
+def test_a_score_float32_rounds_to_zero_is_masked_in_every_cell_that_reads_it_as_float32():
+    """Found by the property above: float32 merges no scores here, so the sweep shares its
+    float64 ranking, but b's score (1e-300) is 0 as a float32, and nonpositive_scores=
+    not_relevant reads it as not relevant there only. R@10 by hand: a and b relevant; under
+    float32 b is masked: 1/2; under float64: 2/2."""
+    qrels = Qrels.from_records([("q1", "a", 1.0), ("q1", "b", 1.0)])
+    run = Run.from_records([("q1", "a", 1.0), ("q1", "b", 1e-300)])
+    m = parse_measures("R@10")[0]
+    g = Sweep(Prepared(qrels, run), [m]).grids[m]
+    seen = set()
+    for c in np.ndindex(g.lo.shape):
+        conv = g.conventions(c)
+        if conv["nonpositive_scores"] == "not_relevant":
+            want = 0.5 if conv["score_precision"] == "float32" else 1.0
+            assert g.lo[c] == g.hi[c] == want, conv
+            seen.add(conv["score_precision"])
+    assert seen == {"float32", "float64"}
+    assert check_sample(qrels, run, [m], per_measure=10 ** 6, seed=0) > 0
+
+
+def test_a_measure_without_an_ideal_is_not_refused_for_the_ideal_it_does_not_read():
+    """Found by the property below: under ideal=retrieved, a depth cut through a tied group
+    under ties=unspecified, and nonpositive_scores=not_relevant, evaluate() refused NumRelRet,
+    which reads no R, because the masked ranking's R was read for every family. By hand: the
+    cut at 2 keeps a and one of the tied b (0) and c (1): NumRelRet from 1 to 2; R@2 needs the
+    list's R, which the cut's order decides: refused."""
+    prep = Prepared(Qrels.from_records([("q1", "a", 1.0), ("q1", "b", 0.0), ("q1", "c", 1.0)]),
+                    Run.from_records([("q1", "a", 1.0), ("q1", "b", 0.5), ("q1", "c", 0.5),
+                                      ("q1", "d", -1.0)]))
+    conv = BASE.replace(ideal="retrieved", ties="unspecified", depth=2,
+                        nonpositive_scores="not_relevant")
+    [nrr] = parse_measures("NumRelRet")
+    ev = evaluate(prep, None, [nrr], conv)
+    assert (ev.aggregate(nrr), ev.aggregate(nrr, upper=True)) == (1.0, 2.0)
+    with pytest.raises(EvaluationError, match="depth cut"):
+        evaluate(prep, None, parse_measures("R@2"), conv)
 
 
 def _long_case(seed: int, n_docs: int):
@@ -282,11 +314,6 @@ READ_MEASURES = parse_measures(
 )
 
 
-# A finding, open (issue 23): on a generated case, switching `ideal` (which NumRelRet does not
-# read) to `retrieved` turns evaluate()'s refusal of NumRelRet into 0.0: a refusal decided by the
-# ideal stage reaches a family that has no ideal. Strict, as the sweep property above.
-@pytest.mark.xfail(strict=True, reason="switching ideal changes whether NumRelRet is refused "
-                   "(issue 23: open finding)")
 @settings(max_examples=EXAMPLES * 3, deadline=None, derandomize=True,
           phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
