@@ -112,6 +112,8 @@ NDCG_PROFILE = PROFILE.replace(gain="binary")
 APK_PROFILE = PROFILE.replace(ap_denominator="min_k_relevant")
 # spark:relevance: every judged document is in the ground truth and PySpark drops the labels,
 # so every judged document is relevant, whatever its label (see the finding above)
+# relevance_threshold=-2147483648: the ground truth array holds every judged docid, label 0 too
+# negative_labels=keep: a docid judged -1 is in that array as well, so it counts as relevant
 EVERY_LABEL = -(2 ** 31)  # the lowest relevance_threshold the axis takes
 
 
