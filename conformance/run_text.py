@@ -9,14 +9,18 @@ What :func:`render` prints, and ``str(result)`` of :func:`conformance.compare` g
    of entries that are set apart from the base class by the same conventions over the cases
    (with the number of case x measure rows each convention explains), values per case being
    the ``details`` tables'. The base class is trec_eval's, or that of the entry ``--profile``
-   names (``RunResult.anchor``); a label names what sets a class apart from it.
+   names (``RunResult.anchor``); a label names what sets a class apart from it. On several
+   cases the tables open with the class matrix, one line per entry and one column per family
+   (``=`` the base class on every row, a letter the family's group of that letter, ``.`` no
+   value): every entry's standing on every measure on one screen (35 entries: 39 lines).
 2. A class whose mean prints as an earlier class's (``0.5640`` beside ``0.5640``) while its
    values differ names the queries that differ and by how much (the first three, then how many
    more), against the first such class.
 3. The entries that ran and any that could not (with why), the unexplained findings in full
    (an entry that does not match its own profile gives the library's and the reference's
-   per-query values), every library error that is not a documented failure in full, and last
-   the summary line, which says when entries asked for could not run.
+   per-query values), every library error that is not a documented failure (one line each,
+   cut at the line's length; whole with ``details``), and last the summary line, which says
+   when entries asked for could not run.
 
 ``details``: the per case x measure tables on the corpus too. The explanations between pairs
 of non-base classes are ``conformance.summary``'s (the command line prints them after these
@@ -162,21 +166,16 @@ def family_of(metric: str) -> str:
         return metric
 
 
-def family_tables(result, rows: list[dict] | None = None) -> list[str]:
-    """One table per measure family over every case: the entries grouped by what sets them
-    apart from the base class, with the case x measure rows each reason covers."""
-    rows = result.table() if rows is None else rows
+def _family_groups(result, rows: list[dict]) -> list[dict]:
+    """Per measure family over every case: the entries grouped by what sets them apart from the
+    base class, with the case x measure rows each reason covers. Each group: its ``mark`` (the
+    reasons that cover as many rows as an entry's most frequent one; empty for the base class
+    on every row), its ``names``, its ``label`` and its ``letter`` (``=`` for the base)."""
     by_family: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_family[family_of(row["metric"])].append(row)
-    lines: list[str] = []
+    out = []
     for family, frows in by_family.items():
-        spellings = list(dict.fromkeys(r["metric"] for r in frows))
-        agree = sum(1 for r in frows if len(r["classes"]) == 1)
-        cases = len({r["case"] for r in frows})
-        shown = ", ".join(spellings[:4]) + (f", ... ({len(spellings)} spellings)" if len(spellings) > 4 else "")
-        lines.append(f"{family} ({shown}) on {_plural(cases, 'case')}, {len(frows)} rows: every entry "
-                     f"that ran agrees on {agree}")
         # entry -> reason -> rows it covers; reasons: "axis=value", "unexplained", "error", ...
         why: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         seen: list[str] = []
@@ -197,26 +196,79 @@ def family_tables(result, rows: list[dict] | None = None) -> list[str]:
                             why[name][f"{a}={v}"] += 1
         # an entry's mark: the reasons that cover as many rows as its most frequent one (its
         # other, rarer reasons are counted; --details shows them case by case); entries that
-        # share a mark share a line, with the range of rows each reason covers among them
-        groups: dict[tuple, list[str]] = defaultdict(list)
+        # share a mark share a group, with the range of rows each reason covers among them
+        marks: dict[tuple, list[str]] = defaultdict(list)
         for name in seen:
             top = max(why[name].values(), default=0)
-            mark = tuple(sorted(r for r, n in why[name].items() if n == top))
-            groups[mark].append(name)
-        for mark, names in sorted(groups.items(), key=lambda kv: (bool(kv[0]), -len(kv[1]), kv[0])):
+            marks[tuple(sorted(r for r, n in why[name].items() if n == top))].append(name)
+        groups = []
+        for mark, names in sorted(marks.items(), key=lambda kv: (bool(kv[0]), -len(kv[1]), kv[0])):
             if not mark:
                 who = (f"{result.anchor}'s class" if result.anchor in seen else
                        f"the first class (no {result.anchor} here)")
-                head = f"  [{who} on every row] "
+                label = f"{who} on every row"
             else:
                 spans = []
                 for r in sorted(mark, key=lambda r: -max(why[n][r] for n in names)):
                     lo, hi = min(why[n][r] for n in names), max(why[n][r] for n in names)
                     spans.append(f"{r} ({lo}{'' if lo == hi else f'-{hi}'})")
                 rest = sum(1 for n in names for r in why[n] if r not in mark)
-                head = ("  [apart by " + ", ".join(spans)
-                        + (f"; {rest} rarer reason{'s' if rest != 1 else ''}" if rest else "") + "] ")
-            lines += _wrapped(head, names, 4)
+                label = ("apart by " + ", ".join(spans)
+                         + (f"; {rest} rarer reason{'s' if rest != 1 else ''}" if rest else ""))
+            letter = "=" if not mark else _LETTERS[sum(1 for g in groups if g["mark"])]
+            groups.append({"mark": mark, "names": names, "label": label, "letter": letter})
+        spellings = list(dict.fromkeys(r["metric"] for r in frows))
+        out.append({"family": family, "spellings": spellings, "rows": len(frows),
+                    "cases": len({r["case"] for r in frows}),
+                    "agree": sum(1 for r in frows if len(r["classes"]) == 1), "groups": groups})
+    return out
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _family_head(f: dict) -> str:
+    sp = f["spellings"]
+    shown = ", ".join(sp[:4]) + (f", ... ({len(sp)} spellings)" if len(sp) > 4 else "")
+    return (f"{f['family']} ({shown}) on {_plural(f['cases'], 'case')}, {f['rows']} rows: every "
+            f"entry that ran agrees on {f['agree']}")
+
+
+def class_matrix(result, families: list[dict]) -> list[str]:
+    """One line per entry, one column per measure family: the entry's class over the family's
+    case x measure rows (``=`` the base class on every row, a letter the family's group of that
+    letter below, ``.`` no value of that family)."""
+    names = [e.name for e in result.entries if result.available[e.name]]
+    cell: dict[tuple[str, str], str] = {}
+    for f in families:
+        for g in f["groups"]:
+            for n in g["names"]:
+                cell[(n, f["family"])] = g["letter"]
+    width = max([len(n) for n in names] + [5]) + 2
+    lines = [f"agreement classes per measure family ('=': {result.anchor}'s class on every row, or "
+             "the first class",
+             f"where {result.anchor} has none; 'a', 'b', ...: the family's classes below; '.': no value):",
+             " " * width + "  ".join(f["family"] for f in families)]
+    for n in names:
+        lines.append(n.ljust(width) + "  ".join(cell.get((n, f["family"]), ".").ljust(len(f["family"]))
+                                                 for f in families).rstrip())
+    lines.append("")
+    return lines
+
+
+def family_tables(result, rows: list[dict] | None = None) -> list[str]:
+    """The class matrix, then one table per measure family over every case: a line per group of
+    entries set apart from the base class by the same conventions, with its letter and the case
+    x measure rows each reason covers (the matrix names the entries of each letter)."""
+    rows = result.table() if rows is None else rows
+    families = _family_groups(result, rows)
+    lines = class_matrix(result, families)
+    for f in families:
+        lines.append(_family_head(f))
+        for g in f["groups"]:
+            if g["mark"]:
+                lines += textwrap.wrap(f"  {g['letter']}  {g['label']}", WIDTH, subsequent_indent=" " * 5,
+                                       break_on_hyphens=False, break_long_words=False)
         lines.append("")
     return lines
 
@@ -251,13 +303,20 @@ def _errors(result, details: bool = False) -> list[str]:
                 where[" ".join(text.split())][name].append(f"{c.case}/{c.metric}")
     if not where:
         return []
-    lines = [f"library errors ({len(where)} distinct, every entry's error whole in --json):"]
+    lines = [f"library errors ({len(where)} distinct" + (
+        ", every entry's error whole in --json):" if details else
+        ", one line each; whole with --details and in --json):")]
     for text, by in where.items():
         places = list(dict.fromkeys(p for at in by.values() for p in at))
         at = (", ".join(places) if details else
               places[0] + (f" and {len(places) - 1} more" if len(places) > 1 else ""))
-        lines += textwrap.wrap(f"  {text} -- {', '.join(by)} on {at}", WIDTH,
-                               subsequent_indent="      ", break_on_hyphens=False)
+        line = f"  {text} -- {', '.join(by)} on {at}"
+        if not details:  # who and where first: the cut takes the end of the message
+            line = f"  {', '.join(by)} on {at}: {text}"
+        if details:
+            lines += textwrap.wrap(line, WIDTH, subsequent_indent="      ", break_on_hyphens=False)
+        else:
+            lines.append(line if len(line) <= WIDTH else line[:WIDTH - 3] + "...")
     lines.append("")
     return lines
 
@@ -291,7 +350,12 @@ def render(result, details: bool = False, named: list[str] = ()) -> str:
     rows = result.table()
     single = len({r["case"] for r in rows}) <= 1
     lines = [] if single else [summary_line(result, named), ""]  # the answer in one line first
-    lines += case_tables(result, rows) if single or details else family_tables(result, rows)
+    if single:
+        lines += case_tables(result, rows)
+    elif details:  # the matrix first, then every case's table
+        lines += class_matrix(result, _family_groups(result, rows)) + case_tables(result, rows)
+    else:
+        lines += family_tables(result, rows)
     ran = [e.name for e in result.entries if result.available[e.name]]
     if details or len(ran) < len(result.entries):
         lines += _wrapped(f"entries that ran ({len(ran)}): ", ran, 2)

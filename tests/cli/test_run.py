@@ -101,6 +101,28 @@ def test_json_is_byte_identical_across_hash_seeds_and_has_the_schema(tmp_path):
         f"{s['unexplained']} unexplained findings")
     # the answer first: the same line opens the output of several cases
     assert out_a.startswith(out_a.rstrip().rsplit("\n", 1)[-1] + "\n")
+    # issue 25: at most 150 lines, and the first screen (50 lines) holds the summary and the
+    # class matrix: a line for every entry that ran, a column for every measure family
+    lines = out_a.splitlines()
+    assert len(lines) <= 150, len(lines)
+    head = lines.index(next(x for x in lines if x.startswith("agreement classes per measure family")))
+    families = lines[head + 2].split()
+    rows = lines[head + 3:head + 3 + ran]
+    assert head + 3 + ran <= 50, "the class matrix does not fit the first screen"
+    assert sorted(r.split()[0] for r in rows) == sorted(
+        n for n, lib in data["libraries"].items() if lib["available"])
+    assert all(len(r.split()) == 1 + len(families) for r in rows)
+    # the matrix says what the comparisons say: trec_eval is the base class of every family
+    # it computes, and an entry that gave no value or error of a family shows '.'
+    from conformance.run_text import family_of
+
+    te = next(r.split() for r in rows if r.split()[0] == "trec_eval")
+    assert set(te[1:]) <= {"=", "."} and "=" in te
+    answered = {(n, family_of(c["metric"])) for c in data["comparisons"] for n in c["values"]}
+    for r in rows:
+        name, *marks = r.split()
+        for fam, mark in zip(families, marks):
+            assert (mark != ".") == ((name, fam) in answered), (name, fam, mark)
 
 
 # --- entries asked for that cannot run (issues 25.3, 32.5) -------------------------------------
