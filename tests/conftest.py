@@ -53,3 +53,16 @@ def pytest_runtest_setup(item) -> None:
         from conformance.libs import entry
 
         require_available(entry(mark.args[0]))
+
+
+@pytest.fixture(scope="session")
+def corpus_result():
+    """What ``conformance run --libs all`` computes: every entry that can run here, over the
+    whole bundled corpus. Computed once for the session (the HTML report's tests and the text
+    answer's read it); a test that needs every entry declares them (``requires_library``)."""
+    from conformance.io.cases import load_cases
+    from conformance.libs import all_entries
+    from conformance.runner import Subject, run_entries
+
+    subjects = [Subject(c.name, c.qrels, c.run, c.measures, c.description) for c in load_cases()]
+    return run_entries([e for e in all_entries() if e.available()], subjects)

@@ -206,7 +206,7 @@ def check_sample(qrels, run, measures, per_measure: int, seed: int) -> int:
 # Examples of the generated-case property tests, and combinations checked per measure; raise
 # for long fuzzing, e.g. CONFORMANCE_PAPER_EXAMPLES=500 CONFORMANCE_PAPER_CELLS=40
 # python -m pytest tests/engines/test_paper.py -k "sweep or read" -x -q
-EXAMPLES = int(os.environ.get("CONFORMANCE_PAPER_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("CONFORMANCE_PAPER_EXAMPLES", "3"))
 PER_MEASURE = int(os.environ.get("CONFORMANCE_PAPER_CELLS", "10"))
 
 
@@ -216,7 +216,15 @@ PER_MEASURE = int(os.environ.get("CONFORMANCE_PAPER_CELLS", "10"))
 @given(case=st.one_of(cases(), cases(negative=True, fractional=True, require_unusual=True)))
 def test_sweep_equals_evaluate_on_generated_cases(case):
     note(case.dump())
-    assert check_sample(case.qrels, case.run, SWEEP_MEASURES, per_measure=PER_MEASURE, seed=0) > 0
+    assert check_sample(case.qrels, case.run, SAMPLED_MEASURES, per_measure=PER_MEASURE, seed=0) > 0
+
+
+# The measures whose every cell the sweep fills by evaluate() itself (ties=unspecified, a
+# curve, Hole) have no cell check_sample compares: sweeping them here would cost a quarter of
+# the test's time and check nothing (their cells are evaluate()'s own values)
+SAMPLED_MEASURES = [m for m in SWEEP_MEASURES
+                    if not (dict(m.overrides).get("ties") == "unspecified" or m.aggregate == "curve"
+                            or m.family == "Hole")]
 
 
 def test_a_score_float32_rounds_to_zero_is_masked_in_every_cell_that_reads_it_as_float32():

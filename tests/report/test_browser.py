@@ -678,12 +678,7 @@ def test_paper_page_in_the_browser(browser, tmp_path):
 MAX_HEIGHT = 15_000  # px at 1400 px wide, nothing opened
 
 
-@pytest.fixture(scope="module")
-def corpus_result():
-    cases = load_cases()
-    subjects = [Subject(c.name, c.qrels, c.run, c.measures, c.description) for c in cases]
-    entries = [e for e in all_entries() if e.available()]
-    return run_entries(entries, subjects)
+# corpus_result (tests/conftest.py): every entry over the whole bundled corpus, computed once
 
 
 @pytest.fixture(scope="module")
