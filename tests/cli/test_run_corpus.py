@@ -10,7 +10,8 @@ import pytest
 from conformance.libs import all_entries
 from conformance.run_text import render, summary_line
 
-pytestmark = [pytest.mark.requires_library(e.name) for e in all_entries()]
+# the worker that runs the report's corpus tests computes the corpus run once for both
+pytestmark = [pytest.mark.xdist_group("corpus")] + [pytest.mark.requires_library(e.name) for e in all_entries()]
 
 SCREEN = 50  # lines of a terminal's first screen
 MAX_LINES = 150

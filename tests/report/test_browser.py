@@ -35,7 +35,9 @@ from conformance.reference.prepare import Prepared
 from conformance.report import html as report_html
 from conformance.runner import Subject, run_entries
 
-pytestmark = pytest.mark.browser
+# the corpus tests share the session's corpus run with tests/cli/test_run_corpus.py: one worker
+# computes it once (pytest -n 2 --dist loadgroup)
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("corpus")]
 
 CHROMIUM = os.environ.get("CONFORMANCE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
