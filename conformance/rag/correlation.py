@@ -162,15 +162,27 @@ def _concordance_few(C: np.ndarray, gx: np.ndarray, gy: np.ndarray, n_x: int, n_
     return (T * (below - above)).sum(axis=(1, 2))
 
 
-def coefficients(x: np.ndarray, y: np.ndarray, W: np.ndarray, which=COEFFICIENTS) -> dict[str, np.ndarray]:
-    """Each coefficient of x and y per resample (rows of W); NaN where undefined."""
+def coefficients(x: np.ndarray, y: np.ndarray, W: np.ndarray, which=COEFFICIENTS,
+                 shared: dict | None = None) -> dict[str, np.ndarray]:
+    """Each coefficient of x and y per resample (rows of W); NaN where undefined.
+
+    ``shared``: a dict the caller keeps for calls with the same ``y`` and ``W`` (every candidate
+    of a subset is correlated with the same answers' quality): what depends on ``y`` alone,
+    its constancy and its ranks per block of resamples, is computed once into it."""
     x = np.asarray(x, np.float64)
     y = np.asarray(y, np.float64)
     W = np.atleast_2d(np.asarray(W, np.float64))
     out: dict[str, np.ndarray] = {}
     if x.size < 2:
         return {c: np.full(W.shape[0], np.nan) for c in which}
-    undefined = _constant(x, W) | _constant(y, W) | (W.sum(axis=1) < 2)
+    memo = {} if shared is None else shared
+
+    def of_y(key, compute):
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
+
+    undefined = _constant(x, W) | of_y("constant", lambda: _constant(y, W)) | (W.sum(axis=1) < 2)
     for c in which:
         parts = []
         for b in range(0, W.shape[0], BLOCK):
@@ -178,7 +190,8 @@ def coefficients(x: np.ndarray, y: np.ndarray, W: np.ndarray, which=COEFFICIENTS
             if c == "pearson":
                 v = _weighted_pearson(x[None, :], y[None, :], Wb)
             elif c == "spearman":
-                v = _weighted_pearson(_weighted_ranks(x, Wb), _weighted_ranks(y, Wb), Wb)
+                v = _weighted_pearson(_weighted_ranks(x, Wb),
+                                      of_y(("ranks", b), lambda: _weighted_ranks(y, Wb)), Wb)
             else:
                 v = _weighted_kendall(x, y, Wb)
             parts.append(v)

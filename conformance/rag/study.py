@@ -230,9 +230,15 @@ def _rank(label: str, candidates: list[Candidate], masks: list[np.ndarray | None
     # Intervals for the leading candidates only (the cost is resamples x answers per
     # candidate and coefficient); the others keep their point estimates.
     samples: dict[int, np.ndarray] = {}
+    # candidates that keep the same answers share the quality's side of the work (and W's columns)
+    by_keep: dict[bytes, tuple[np.ndarray, np.ndarray, dict]] = {}
     for r in defined[:BOOTSTRAPPED]:
         keep = keeps[r.candidate]
-        boot = coefficients(candidates[r.candidate].values[keep], quality[keep], W[:, keep])
+        key = keep.tobytes()
+        if key not in by_keep:
+            by_keep[key] = (quality[keep], W[:, keep], {})
+        qk, Wk, shared = by_keep[key]
+        boot = coefficients(candidates[r.candidate].values[keep], qk, Wk, shared=shared)
         for coef in COEFFICIENTS:
             r.low[coef], r.high[coef], r.undefined[coef] = interval(boot[coef])
         samples[r.candidate] = boot[rank_by]
