@@ -215,7 +215,7 @@ def _family_groups(result, rows: list[dict]) -> list[dict]:
                 rest = sum(1 for n in names for r in why[n] if r not in mark)
                 label = ("apart by " + ", ".join(spans)
                          + (f"; {rest} rarer reason{'s' if rest != 1 else ''}" if rest else ""))
-            letter = "=" if not mark else _LETTERS[sum(1 for g in groups if g["mark"])]
+            letter = "=" if not mark else _letter(sum(1 for g in groups if g["mark"]))
             groups.append({"mark": mark, "names": names, "label": label, "letter": letter})
         spellings = list(dict.fromkeys(r["metric"] for r in frows))
         out.append({"family": family, "spellings": spellings, "rows": len(frows),
@@ -224,7 +224,12 @@ def _family_groups(result, rows: list[dict]) -> list[dict]:
     return out
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _letter(i: int) -> str:
+    """The i-th class's mark: a-z, then aa, ab, ... (a family can have more than 26 classes)."""
+    return _LETTERS[i] if i < len(_LETTERS) else _letter(i // len(_LETTERS) - 1) + _LETTERS[i % len(_LETTERS)]
 
 
 def _family_head(f: dict) -> str:
@@ -310,12 +315,11 @@ def _errors(result, details: bool = False) -> list[str]:
         places = list(dict.fromkeys(p for at in by.values() for p in at))
         at = (", ".join(places) if details else
               places[0] + (f" and {len(places) - 1} more" if len(places) > 1 else ""))
-        line = f"  {text} -- {', '.join(by)} on {at}"
-        if not details:  # who and where first: the cut takes the end of the message
-            line = f"  {', '.join(by)} on {at}: {text}"
         if details:
-            lines += textwrap.wrap(line, WIDTH, subsequent_indent="      ", break_on_hyphens=False)
-        else:
+            lines += textwrap.wrap(f"  {text} -- {', '.join(by)} on {at}", WIDTH,
+                                   subsequent_indent="      ", break_on_hyphens=False)
+        else:  # who and where first: the cut takes the end of the message
+            line = f"  {', '.join(by)} on {at}: {text}"
             lines.append(line if len(line) <= WIDTH else line[:WIDTH - 3] + "...")
     lines.append("")
     return lines

@@ -226,3 +226,11 @@ def test_queries_that_differ_print_with_the_decimals_that_tell_them_apart():
                    ("q2", "0.523530 vs 0.523531 (-1.2e-06)"),
                    ("q4", "0.2500, not scored by trec_eval"),
                    ("q5", "not scored (trec_eval: 1.0000)")]
+
+
+def test_class_letters_go_on_past_z():
+    """A family with more than 26 classes gets two-letter marks, never an index error."""
+    from conformance.run_text import _letter
+
+    assert [_letter(i) for i in (0, 1, 25, 26, 27, 51, 52, 701, 702)] == [
+        "a", "b", "z", "aa", "ab", "az", "ba", "zz", "aaa"]
