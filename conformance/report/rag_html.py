@@ -23,6 +23,9 @@ Sections:
 - Correlation (with ``--correlate``): the verdict sentence, the ranked candidates as interval
   plots of the chosen coefficient, all three coefficients in a table, and each bucket's and
   slice's sentence and leaders.
+- Answer length: per variant, the mean faithfulness of its answers in each length bin with the
+  bin's count (``conformance.rag.length``), as a table and as a line plot over the bins, and
+  Spearman's correlation of length with faithfulness.
 - Judges: each judge's settings, and their agreement with ``--compare-judge``.
 """
 
@@ -45,6 +48,9 @@ DIAGNOSIS_COLOURS = {
 TOP_PLOTTED = 20  # candidates drawn in the correlation plot (all are in its table)
 PAGE_ROWS = 100  # per-query rows drawn at a time (all are in the page's data)
 PLOT_WIDTH = 260
+# The answer-length plot: one line per variant, one column per length bin, faithfulness 0..1 up.
+LENGTH_PLOT = {"w": 420, "h": 180, "left": 46, "right": 12, "top": 10, "bottom": 30}
+VARIANT_COLOURS = ("#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
 
 
 def write(result, path) -> None:
@@ -205,6 +211,7 @@ def context(doc: dict) -> dict[str, Any]:
         "correlation": correlation,
         "settings": doc["settings"],
         "judge_agreement": doc["judge_agreement"],
+        "answer_length": _length_plot(doc["answer_length"]) if doc["answer_length"] else None,
         "json_data": _script_json(_per_query_data(per_query, variants, _key_metrics(doc))),
         "page_rows": PAGE_ROWS,
     }
@@ -230,6 +237,48 @@ def _per_query_data(per_query: list[dict], variants: list[str], key_metrics: lis
                      [r["key_metrics"][k] for k in key_metrics], list(r["gen_text"].values()), r.get("answer") or ""])
     return {"rows": rows, "queries": qrows, "variants": variants, "page": PAGE_ROWS,
             "diagnoses": [[d, DIAGNOSIS_COLOURS[d]] for d in DIAGNOSES], "has_slices": any(q[2] for q in qrows)}
+
+
+def _length_plot(table: dict) -> dict:
+    """The answer-length table (``conformance.rag.length``) as rows of text cells and as the
+    positions (px) of each variant's points on the plot: x by bin, y by mean faithfulness (0 at
+    the bottom, 1 at the top); a bin without answers has no point and breaks the line."""
+    g = LENGTH_PLOT
+    bins = table["bins"]
+    inner_w, inner_h = g["w"] - g["left"] - g["right"], g["h"] - g["top"] - g["bottom"]
+    xs = [round(g["left"] + (i + 0.5) * inner_w / len(bins), 1) for i in range(len(bins))]
+
+    def y(v: float) -> float:
+        return round(g["top"] + (1.0 - v) * inner_h, 1)
+
+    rows, lines = [], []
+    n_variants = len(table["variants"])
+    for i, (name, row) in enumerate(table["variants"].items()):
+        # variants side by side within a bin, so that equal means do not hide one another
+        dodge = (i - (n_variants - 1) / 2) * min(6.0, inner_w / len(bins) / max(n_variants, 1) / 2)
+        colour = VARIANT_COLOURS[i % len(VARIANT_COLOURS)]
+        rows.append({"variant": name, "colour": colour, "n": row["n"],
+                     "spearman": _signed(row["spearman"]),
+                     "cells": [{"text": _fmt(b["faithfulness"]), "n": b["n"]} for b in row["bins"]]})
+        points, segments, run = [], [], []
+        for x0, label, b in zip(xs, bins, row["bins"]):
+            x = round(x0 + dodge, 1)
+            if b["faithfulness"] is None:
+                if run:
+                    segments.append(run)
+                run = []
+                continue
+            pt = {"x": x, "y": y(b["faithfulness"]), "bin": label, "n": b["n"], "text": _fmt(b["faithfulness"])}
+            points.append(pt)
+            run.append(f"{pt['x']},{pt['y']}")
+        if run:
+            segments.append(run)
+        lines.append({"variant": name, "colour": colour, "points": points,
+                      "segments": [" ".join(r) for r in segments if len(r) > 1]})
+    return {"metric": table["metric"], "bins": bins, "rows": rows, "lines": lines,
+            "ticks": [{"x": x, "label": label} for x, label in zip(xs, bins)],
+            "grid": [{"y": y(v), "label": f"{v:.1f}"} for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)],
+            **g, "x_end": g["w"] - g["right"], "y_end": g["h"] - g["bottom"]}
 
 
 def _key_metrics(doc: dict) -> list[str]:

@@ -5,6 +5,7 @@ a worker pool and per-query errors, and ``--fail-under``. Expectations are worke
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -91,6 +92,32 @@ def test_answer_length_against_faithfulness_is_reported(tmp_path):
     assert t["bins"][0] == {"n": 1, "faithfulness": 1.0}
     assert t["bins"][1] == {"n": 1, "faithfulness": 0.5}
     assert "answer length (content tokens) against faithfulness" in render(r)
+
+
+def test_answer_length_is_shown_in_the_html_report_as_a_table_and_a_plot(tmp_path):
+    # the case above: bin 1-10 holds one answer at 1.0, bin 11-20 one at 0.5, the rest none
+    from conformance.report import rag_html
+
+    long_answer = ("Quindal is twinned with Vardried. "
+                   "Harbour cranes lift grain barrels onto river ships every misty autumn morning.")
+    gold = write_jsonl(tmp_path / "g.jsonl", [
+        {"qid": q, "query": QUESTION, "gold_doc_ids": ["d1"], "gold_answer_substring": "Vardried"} for q in ("q1", "q2")])
+    out = write_jsonl(tmp_path / "o.jsonl", [_out("q1", "Quindal is twinned with Vardried."), _out("q2", long_answer)])
+    page = rag_html.render(evaluate_variants(gold, {"v": out}, [1], resamples=20))
+    section = page[page.index('<section id="answer-length">'):]
+    section = section[:section.index("</section>")]
+    table = section[section.index('id="length-table"'):section.index("</table>")]
+    cells = re.findall(r'<td class="num" data-n="(\d+)">([^<]*) <small>', table)
+    assert cells == [("1", "1.000"), ("1", "0.500"), ("0", "-"), ("0", "-"), ("0", "-")]
+    # the plot: one point per bin with answers; faithfulness 1 at the top of the plot area, 0.5
+    # half way down it; the three empty bins have no point, so the line runs over the first two
+    g = rag_html.LENGTH_PLOT
+    top, bottom = g["top"], g["h"] - g["bottom"]
+    points = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)" r="3.5" data-bin="([^"]+)"', section)
+    assert [(b, float(cy)) for _, cy, b in points] == [("1-10", top), ("11-20", (top + bottom) / 2)]
+    assert float(points[0][0]) < float(points[1][0])
+    assert len(re.findall(r"<polyline ", section)) == 1
+    assert '<a href="#answer-length">' in page
 
 
 def _gold4(tmp_path):

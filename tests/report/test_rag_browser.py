@@ -54,7 +54,8 @@ def opened(browser, path):
 def test_the_rag_report_in_the_browser(browser, result, page_file):
     doc = to_dict(result)
     with opened(browser, page_file) as pg:
-        for section in ("summary", "variants", "comparisons", "slices", "diagnoses", "spread", "correlation", "judges"):
+        for section in ("summary", "variants", "comparisons", "slices", "diagnoses", "spread", "correlation",
+                        "answer-length", "judges"):
             assert pg.locator(f"section#{section}").is_visible(), section
         # every cell of the variant table is the result's mean
         for m in result.metric_names:
