@@ -259,7 +259,8 @@ def evaluate_variants(
     no_text = sum(1 for g in gold.queries.values() if g.query is None)
     if no_text:
         warnings.append(f"{no_text} gold queries have no 'query' text: no answer relevance for them")
-    no_answer = sum(1 for g in gold.queries.values() if g.gold_answer is None)
+    # an unanswerable query needs no gold answer: the abstention rule scores its correctness
+    no_answer = sum(1 for g in gold.queries.values() if g.gold_answer is None and g.answerable)
     if no_answer:
         warnings.append(f"{no_answer} gold queries have no 'gold_answer_substring': no correctness for them")
 

@@ -100,11 +100,12 @@ def render(result) -> str:
     out.append("")
     out.append(f"diagnoses (top {max(result.ks)}; the first stage that failed)")
     width = max([12] + [len(n) + 2 for n in names])
-    out.append("diagnosis".ljust(16) + "".join(n.ljust(width) for n in names))
     counts = {v.name: v.diagnoses.counts() for v in result.variants}
-    for d in diag.DIAGNOSES:
-        if any(counts[n][d] for n in names):
-            out.append(d.ljust(16) + "".join(str(counts[n][d]).ljust(width) for n in names))
+    shown = [d for d in diag.DIAGNOSES if any(counts[n][d] for n in names)]
+    label = max([16] + [len(d) + 2 for d in shown])  # answered_unanswerable ran into its count
+    out.append("diagnosis".ljust(label) + "".join(n.ljust(width) for n in names))
+    for d in shown:
+        out.append(d.ljust(label) + "".join(str(counts[n][d]).ljust(width) for n in names))
     failing = [(v, qi) for v in result.variants for qi in range(len(result.qids)) if v.diagnoses.diagnosis[qi] != "ok"]
     for v, qi in failing[:MAX_LISTED]:
         out.append(f"  {v.name} {result.qids[qi]}: {v.diagnoses.diagnosis[qi]}: "

@@ -75,6 +75,19 @@ def test_unanswerable_gold_queries_are_scored_by_the_abstention_rule(tmp_path):
     assert d[2] == "ok" and d[3] == "answered_unanswerable"
 
 
+def test_an_unanswerable_query_is_not_said_to_lack_correctness(tmp_path):
+    # q2 has no relevant document and no gold answer: its correctness comes from the abstention
+    # rule, so the warning that a gold answer is missing (no correctness) must not count it;
+    # and the diagnosis table keeps a space between "answered_unanswerable" and its count
+    gold = write_jsonl(tmp_path / "gold.jsonl", _gold(2, unanswerable=("q2",)))
+    out = write_jsonl(tmp_path / "out.jsonl", [_out("q1"), _out("q2", answer="Zorbel is twinned with Vardried.", doc="d1")])
+    r = evaluate_variants(gold, {"v": out}, [1], resamples=20)
+    assert not [w for w in r.warnings if "gold_answer_substring" in w], r.warnings
+    assert r.table["all"]["v"]["correctness"].interval.estimate == 0.5  # (1 + 0) / 2
+    row = [line for line in render(r).splitlines() if line.startswith("answered_unanswerable")]
+    assert row and row[0].split() == ["answered_unanswerable", "1"], row
+
+
 def test_an_unanswerable_query_without_output_is_kept_and_missing(tmp_path):
     gold = write_jsonl(tmp_path / "gold.jsonl", _gold(2, unanswerable=("q2",)))
     out = write_jsonl(tmp_path / "out.jsonl", [_out("q1")])
