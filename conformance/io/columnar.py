@@ -9,7 +9,8 @@ Nothing here knows what a run or a qrels is. It holds:
 * :class:`LazyRange`, row numbers held as their two ends, and :func:`line_numbers`;
 * 64-bit hashing of (query, docid) pairs in cache-sized blocks (:func:`pair_hash`,
   :func:`row_blocks`), and :class:`DocWords`, docids as fixed-width words, for equality and
-  byte order without a vocabulary.
+  byte order without a vocabulary; :class:`DocList`, docids as a dict's Python strings, turned
+  into Arrow strings or words only where asked.
 
 pyarrow is imported inside the functions that need it: ``conformance.io.data`` imports this
 module, and the library adapters import the data types without ever reading a file.
@@ -420,6 +421,72 @@ class DocWords:
         codes = np.empty(n, np.int64)
         codes[order] = np.cumsum(new) - 1
         return codes
+
+
+
+class DocList:
+    """Per-row document ids as the validated Python strings of a dict of dicts
+    (``records.Plain``), with their Arrow strings and word form made only when first asked for.
+
+    An evaluation whose run is joined to its qrels by dictionary lookups (``prepare.Prepared``
+    with ``run_label``) reads docids only to order tied rows: :meth:`order_codes` and
+    :meth:`sort_keys` (the interface of :class:`DocWords` that ``prepare._WordsKey`` uses) take
+    only the rows asked about into words, so a run with few ties never turns its docids into
+    bytes at all.
+    """
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+        self._strings = None
+        self._words: DocWords | None | bool = False  # False: not made yet
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def strings(self):
+        """The ids as an Arrow string array (made once)."""
+        if self._strings is None:
+            self._strings = arrow_strings(self.ids)
+        return self._strings
+
+    def words(self) -> "DocWords | None":
+        """The word form of every id (made once); None for ids over 128 bytes."""
+        if self._words is False:
+            self._words = DocWords.of(self.strings())
+        return self._words
+
+    def _pick(self, rows) -> list[str]:
+        if rows is None:
+            return self.ids
+        if isinstance(rows, slice):
+            return self.ids[rows]
+        return list(map(self.ids.__getitem__, np.asarray(rows).tolist()))  # a C-level gather
+
+    def _words_of(self, rows) -> tuple["DocWords | None", object]:
+        """(words, the rows of them meant): the whole word form when made or when every row is
+        asked about, else the word form of the selected ids alone."""
+        if rows is None or self._words is not False:
+            return self.words(), rows
+        return DocWords.of(arrow_strings(self._pick(rows))), None
+
+    def order_codes(self, rows=None) -> np.ndarray:
+        """:meth:`DocWords.order_codes` of the rows (all when None)."""
+        words, at = self._words_of(rows)
+        if words is not None:
+            return words.order_codes(at)
+        # ids too long for words: Python orders str by code point, as their UTF-8 bytes are
+        held = np.empty(len(self._pick(rows)), dtype=object)
+        held[:] = self._pick(rows)
+        _, codes = np.unique(held, return_inverse=True)
+        return codes.astype(np.int64).reshape(-1)
+
+    def sort_keys(self, rows=None, descending: bool = False) -> list[np.ndarray]:
+        """:meth:`DocWords.sort_keys` of the rows (all when None)."""
+        words, at = self._words_of(rows)
+        if words is not None:
+            return words.sort_keys(at, descending)
+        codes = self.order_codes(rows)
+        return [-codes if descending else codes]
 
 
 # --------------------------------------------------------------------------------------------

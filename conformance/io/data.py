@@ -60,7 +60,7 @@ import numpy as np
 
 from conformance.conventions import AXES
 from conformance.errors import InputError
-from conformance.io.columnar import DocWords, arrow_numpy, line_numbers
+from conformance.io.columnar import DocList, DocWords, arrow_numpy, line_numbers
 from conformance.io.parsed import DUPLICATE_DOCID, DUPLICATE_JUDGMENT, Parsed, ReadCounts
 
 # The readers (and pyarrow, which they import) are imported by the constructors that need them,
@@ -88,26 +88,42 @@ class _Table:
     ``dcode``/``docids`` may be computed on first use: the TREC readers give the docids' word
     form (``doc_words``; or per-row strings, ``doc_strings``, an Arrow array) instead,
     since the reference never needs a docid vocabulary, and building one for millions of ids
-    costs more than the whole evaluation.
+    costs more than the whole evaluation. A dict keyed by strings gives its docids as they are
+    (``doc_list``), their word form made only if asked for: a run joined to its qrels by
+    dictionary lookups reads them only to order tied rows.
     """
 
     def __init__(self, qcode, qids, dcode, docids, line, source: str, counts: ReadCounts,
-                 *, doc_strings=None, doc_words: DocWords | None = None) -> None:
+                 *, doc_strings=None, doc_words: DocWords | None = None,
+                 doc_list: DocList | None = None) -> None:
         self.qcode, self.qids = qcode, qids
         self._dcode, self._docids = dcode, docids
         self.line, self.source, self.counts = line, source, counts
-        self.doc_strings, self.doc_words = doc_strings, doc_words
+        self.doc_strings, self._doc_words, self.doc_list = doc_strings, doc_words, doc_list
         self.qid_strings = None  # the readers' Arrow copy of ``qids`` (same order), if any
         self.docid_strings = None  # and of ``docids``
         # set by the readers: True when (query, docid) pairs are known to be distinct
         self.distinct_pairs: bool | None = None
+
+    @property
+    def doc_words(self) -> DocWords | None:
+        """The docids' word form: the readers', or made from ``doc_list`` on first use (None
+        for ids over 128 bytes)."""
+        if self._doc_words is None and self.doc_list is not None:
+            return self.doc_list.words()
+        return self._doc_words
 
     def _vocab(self) -> None:
         if self._dcode is None:
             from conformance.io.encode import factorize_arrow, to_object  # the readers' exact coding
 
             if len(self.qcode):
-                strings = self.doc_strings if self.doc_strings is not None else self.doc_words.strings()
+                if self.doc_strings is not None:
+                    strings = self.doc_strings
+                elif self.doc_list is not None:
+                    strings = self.doc_list.strings()
+                else:
+                    strings = self.doc_words.strings()
                 self._dcode, self.docid_strings = factorize_arrow(strings)
                 self._docids = to_object(self.docid_strings)
             else:
@@ -183,7 +199,11 @@ class Qrels(_Table):
         {'q1': {'d1': 1.0, 'd2': 0.0}}
         """
         from conformance.io.jsonio import parse_mapping
+        from conformance.io.records import plain_columns
 
+        plain = plain_columns(qrels, source)
+        if plain is not None:  # ids all strings: no coding, no repeat to settle
+            return _from_plain(cls, plain, source, label=plain.values)
         return cls.from_parsed(parse_mapping(qrels, source, "label"))
 
     @classmethod
@@ -334,8 +354,13 @@ class Run(_Table):
         [2.5, 1.0]
         """
         from conformance.io.jsonio import parse_mapping
+        from conformance.io.records import plain_columns
 
         duplicates = check_duplicates(duplicates)
+        plain = plain_columns(run, source)
+        if plain is not None:  # ids all strings: no coding, and no pair can repeat
+            return _from_plain(cls, plain, source, score=plain.values,
+                               rank=np.full(len(plain.docids), np.nan))
         return cls.from_parsed(parse_mapping(run, source, "score"), duplicates)
 
     @classmethod
@@ -490,6 +515,21 @@ def settle_pairs(run: Run, duplicates: str = "error") -> Run:
     parsed = Parsed(run.source, qid, run.doc_words.strings(), run.score, run.line, run.counts, "line",
                     rank=run._rank)
     return Run.from_parsed(parsed, check_duplicates(duplicates))
+
+
+def _from_plain(cls, plain, source: str, **values):
+    """A table of ``records.Plain`` columns: the query ids coded as the readers code them (in
+    order of first appearance, here the listing order), the docids kept as strings
+    (``doc_list``), the pairs known to be distinct."""
+    from conformance.io.columnar import arrow_strings
+
+    qids = np.empty(len(plain.qids), dtype=object)
+    qids[:] = plain.qids
+    qcode = np.repeat(np.arange(len(plain.qids), dtype=np.int64), plain.lengths)
+    table = cls(qcode, qids, None, None, plain.line, source, plain.counts,
+                doc_list=DocList(plain.docids), **values)
+    table.distinct_pairs, table.qid_strings = True, arrow_strings(plain.qids)
+    return table
 
 
 def _with_strings(table, qvocab, dvocab):

@@ -16,12 +16,19 @@ become a :class:`~conformance.io.parsed.Parsed` like every other input. What a v
 * A nested mapping ``{qid: {docid: number}}`` is read in listing order; the "line" of a problem
   is the record number, the 1-based position of the (qid, docid) pair; a query with an empty
   mapping has no rows and is counted as one row read and ignored ("query with no documents").
+
+A dict of dicts is read in one bulk pass over all its pairs (C-level iteration, the same checks
+in bulk); one keyed by strings alone comes out as :class:`Plain` columns, its docids left as
+Python strings (the data types keep them so, and turn them into bytes only when asked). Anything
+else, and any dict with a problem, is read pair by pair, so a problem is named as a reader going
+query by query meets it first.
 """
 
 from __future__ import annotations
 
 import math
-from itertools import chain
+from dataclasses import dataclass
+from itertools import chain, compress
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -218,12 +225,12 @@ class _Refused(Exception):
     """The bulk path met a value it does not take: the per-query path names the problem."""
 
 
-def _bulk(obj: Mapping, name: str) -> Rows | None:
-    """``from_nested`` of a dict of dicts in one pass over all pairs: the keys and values of
-    every query chained into two lists (C iteration, no Python code per pair), validated in
-    bulk by the same ``identifiers`` / ``numbers``; None for anything else (then the
-    per-query path reads it). The first problem it meets makes it give up, so that the
-    per-query path reports the problem a reader going query by query meets first."""
+def _gather(obj: Any) -> tuple[list, list, list, list, np.ndarray, bool] | None:
+    """A dict of dicts in one pass over all pairs: the keys and values of every query chained
+    into lists (C iteration, no Python code per pair), validated in bulk by the same
+    ``identifiers`` / ``numbers``: (query ids, each query's dict, docids, values as float64,
+    whether every id was a ``str`` as given). None for anything else, or at the first problem,
+    so that the per-query path reports the problem a reader going query by query meets first."""
     if type(obj) is not dict:
         return None
     docs = list(obj.values())
@@ -233,30 +240,90 @@ def _bulk(obj: Mapping, name: str) -> Rows | None:
     def refuse(i: int, problem: str):
         raise _Refused
 
+    keys, chained = list(obj.keys()), list(chain.from_iterable(docs))
     try:
-        qids = identifiers(list(obj.keys()), lambda i: "a query id", refuse)
-        docids = identifiers(list(chain.from_iterable(docs)), lambda i: "the docid", refuse)
+        qids = identifiers(keys, lambda i: "a query id", refuse)
+        docids = identifiers(chained, lambda i: "the docid", refuse)
         values = numbers(list(chain.from_iterable(map(dict.values, docs))), lambda i: "", refuse)
     except _Refused:
         return None
-    rows = Rows(name)
-    lengths = np.fromiter(map(len, docs), np.int64, len(docs))
+    return qids, docs, docids, values, np.fromiter(map(len, docs), np.int64, len(docs)), (
+        qids is keys and docids is chained)
+
+
+def _record_lines(lengths: np.ndarray) -> np.ndarray:
+    """Each pair's record number: a query's records follow those of the queries before it (an
+    empty query is one record)."""
     empty = lengths == 0
-    for _ in range(int(empty.sum())):
-        rows.empty(EMPTY_QUERY)
-    # a query's records follow the records of the queries before it (an empty one is one)
     skipped = np.cumsum(empty) - empty  # empty queries before each query
-    n = int(lengths.sum())
-    line = np.arange(1, n + 1, dtype=np.int64)
+    line = np.arange(1, int(lengths.sum()) + 1, dtype=np.int64)
     line += np.repeat(skipped, lengths)
+    return line
+
+
+def _bulk(obj: Mapping, name: str) -> Rows | None:
+    """``from_nested`` of a dict of dicts through :func:`_gather`; None for anything else
+    (then the per-query path reads it)."""
+    gathered = _gather(obj)
+    if gathered is None:
+        return None
+    qids, _docs, docids, values, lengths, _plain = gathered
+    rows = Rows(name)
+    for _ in range(int((lengths == 0).sum())):
+        rows.empty(EMPTY_QUERY)
+    n = int(lengths.sum())
     try:  # each query's id once, repeated as Arrow takes (no Python string per row)
         rows.qid = arrow_strings(qids).take(np.repeat(np.arange(len(qids)), lengths))
     except UnicodeEncodeError:  # a lone surrogate: the per-query path names it
         return None
     rows.docid = docids
-    rows.value, rows.line, rows.rank = [values], [line], [np.full(n, np.nan)]
+    rows.value, rows.line, rows.rank = [values], [_record_lines(lengths)], [np.full(n, np.nan)]
     rows.n = n
     return rows
+
+
+@dataclass
+class Plain:
+    """A dict of dicts whose every query id and docid is a ``str`` (valid text), read and
+    validated but not coded: what ``Qrels.from_dict`` / ``Run.from_dict`` build from without
+    turning each docid into Arrow bytes. Its (query, docid) pairs are distinct, since the keys
+    of a dict are; its rows come query by query, in listing order."""
+
+    qids: list[str]  # the queries that have pairs, in listing order
+    lengths: np.ndarray  # pairs of each of those queries
+    docids: list[str]  # per row
+    values: np.ndarray  # float64 per row, finite
+    line: np.ndarray  # int64 record numbers
+    counts: ReadCounts
+
+
+def plain_columns(obj: Any, name: str) -> Plain | None:
+    """``obj`` as :class:`Plain` columns, or None when it is not a dict of dicts keyed by
+    ``str`` alone, or has a problem (then :func:`from_nested` reads it, naming the problem, or
+    coding the integer ids), or has no pairs at all."""
+    gathered = _gather(obj)
+    if gathered is None or not gathered[5]:
+        return None
+    qids, _docs, docids, values, lengths, _plain = gathered
+    n = int(lengths.sum())
+    if not n:
+        return None
+    for ids in (qids, docids):
+        text = "".join(ids)
+        if not text.isascii():
+            try:  # a lone surrogate is not text: the per-query path names it
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
+    counts = ReadCounts()
+    empty = int((lengths == 0).sum())
+    counts.read = counts.used = n + empty
+    counts.ignore(EMPTY_QUERY, empty)
+    line = _record_lines(lengths)
+    if empty:
+        kept = lengths > 0
+        qids, lengths = list(compress(qids, kept.tolist())), lengths[kept]
+    return Plain(qids, lengths, docids, values, line, counts)
 
 
 def from_nested(obj: Any, name: str, what: str) -> Rows:
