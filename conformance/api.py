@@ -228,6 +228,7 @@ class Evaluator:
                  limits: Any = None, **overrides: Any) -> None:
         from conformance import io as cio
         from conformance import pipeline
+        from conformance.reference.prepare import judgments
 
         self.measures = list({(m, m.text): m for m in _measures(measures)}.values())
         if not self.measures:
@@ -237,12 +238,15 @@ class Evaluator:
         self._duplicates = pipeline.one_duplicates_rule(self._convs)
         self._how = {"columns": columns, "limits": limits}
         self.qrels = cio.load_qrels(qrels, **self._how)
+        # each query's judgments as a dict, so that each run read from a dict is joined by
+        # one lookup per row (C-level), not by coding and sorting its docids with the qrels'
+        self._judged = judgments(self.qrels)
 
     def evaluate(self, run: Any) -> Evaluated:
         """The measures of ``run`` (anything :func:`evaluate` takes) against the qrels."""
         from conformance import pipeline
 
-        inputs = pipeline.join(self.qrels, run, self._duplicates, **self._how)
+        inputs = pipeline.join(self.qrels, run, self._duplicates, judged=self._judged, **self._how)
         return Evaluated(pipeline.evaluate_inputs(inputs, self.measures, self._convs))
 
 

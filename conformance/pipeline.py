@@ -8,7 +8,10 @@ mapping, a :class:`~conformance.io.Qrels` / :class:`~conformance.io.Run`).
 - :func:`read` reads both inputs. Two paths are read at the same time, the qrels in a second
   thread (the readers spend most of their time in Arrow and numpy, outside the GIL: ~0.08 s of a
   2M-row run saved). A bad qrels is reported before a bad run, as if read first. The run's check
-  for a docid listed twice in a query is left to the join (:func:`read` says when it ran).
+  for a docid listed twice in a query is left to the join (:func:`read` says when it ran). Two
+  dicts keyed by strings are joined by looking each run pair up in the qrels dict (one C-level
+  lookup a row; ``prepare.looked_up_labels``), and :func:`join` does the same for many runs
+  against one qrels through its judgments made once.
 - :func:`conventions_for` gives each measure its conventions: the profile's for that measure
   (profiles differ by measure: torchmetrics' AP is not its nDCG), the overrides, then the axes
   the measure's name fixes (``P(rel=2)@5``).
@@ -148,23 +151,32 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
     else:
         read_qrels = cio.load_qrels(qrels, **how)
         read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
+        # qrels read from a dict keyed by strings (``doc_list``) are that dict's judgments:
+        # a run read from such a dict too is joined by looking its pairs up in it
+        if type(qrels) is dict and read_qrels.doc_list is not None:
+            return _joined(read_qrels, read_run, duplicates, qrels)
     return _joined(read_qrels, read_run, duplicates)
 
 
 def join(read_qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
-         limits: Any = None) -> Inputs:
+         limits: Any = None, judged: Mapping[str, Mapping[str, Any]] | None = None) -> Inputs:
     """``run`` read (as :func:`read` reads it) and joined with qrels already read
-    (``conformance.io.Qrels``): many runs against one qrels read once (``api.Evaluator``)."""
+    (``conformance.io.Qrels``): many runs against one qrels read once (``api.Evaluator``).
+    ``judged``: those qrels' ``prepare.judgments``, made once, through which a run read from
+    a dict keyed by strings is joined (dictionary lookups, no sort)."""
     from conformance import io as cio
 
     read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, columns=columns, limits=limits)
-    return _joined(read_qrels, read_run, duplicates)
+    return _joined(read_qrels, read_run, duplicates, judged)
 
 
-def _joined(read_qrels: Any, read_run: Any, duplicates: str) -> Inputs:
+def _joined(read_qrels: Any, read_run: Any, duplicates: str, judged: Mapping | None = None) -> Inputs:
     from conformance import io as cio
-    from conformance.reference.prepare import Prepared
+    from conformance.reference.prepare import Prepared, looked_up_labels
 
+    labels = None if judged is None else looked_up_labels(judged, read_run)
+    if labels is not None:  # the run's pairs are distinct (a dict's keys): nothing to settle
+        return Inputs(read_qrels, read_run, Prepared(read_qrels, read_run, labels))
     prep = Prepared(read_qrels, read_run)
     if read_run.distinct_pairs is None:
         if prep.joined_by_words:

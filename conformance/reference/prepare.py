@@ -6,12 +6,16 @@ label transforms and query selections. Queries are coded by their byte-wise sort
 Documents get one joint code for the join (no sort); their byte-wise order, which the
 ``docid_asc``/``docid_desc`` tie rules need, is a :class:`DocKey` computed only for the rows a
 sort asks about (the rows in tied groups), since sorting every docid string costs more than the
-rest of an evaluation.
+rest of an evaluation. A run read from a dict keyed by strings needs no join at all: its rows'
+labels are looked up in the qrels' own dicts (:func:`looked_up_labels`), and its docids are
+read only for the rows a tie rule orders.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
+from itertools import chain, compress, repeat
+from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -206,9 +210,13 @@ class Prepared:
     When both inputs carry their docids in word form (``data.DocWords``, as the TREC readers
     give them), the join, the duplicate check and the docid tie key use the words, and the
     joint docid coding (``run_doc_code``, ``qrels_doc_code``) is built only if asked for.
+
+    ``run_label``: each run row's raw label, already found (:func:`looked_up_labels`, for a run
+    read from a dict keyed by strings, whose pairs are distinct): no join is made, and the tie
+    key reads the run's docid strings for the rows it orders.
     """
 
-    def __init__(self, qrels: Qrels, run: Run) -> None:
+    def __init__(self, qrels: Qrels, run: Run, run_label: np.ndarray | None = None) -> None:
         self.qrels_source, self.run_source = qrels.source, run.source
         self._qrels_in, self._run_in = qrels, run
         qvocab, rq, qq = _sorted_union_codes(_strings(run), _strings(qrels))
@@ -225,12 +233,21 @@ class Prepared:
         # two row ranges of disjoint queries for work in two threads, or one range (parallel)
         self.run_halves = query_halves(self.run_q, self.n_queries)
         self._dedup: dict[str, np.ndarray] = {}
-        self._merged: np.ndarray | None = None  # run_label from the word-form join
+        self._merged: np.ndarray | None = None  # run_label from the word-form join, or given
+        self._by_words = False
+        if run_label is not None:
+            if not (run.doc_list is not None and run.distinct_pairs and len(run_label) == len(run)):
+                raise ValueError("run_label is for a run read from a dict (doc_list, distinct pairs)")
+            self._merged = run_label
+            self.run_doc = _WordsKey(run.doc_list, None, lambda: self._exact_run_doc)
+            self._run_distinct = True
+            return
         if run.doc_words is not None and qrels.doc_words is not None and len(run) and len(qrels):
             self._merged = _merge_in_halves(self.run_q, run.doc_words, self.qrels_q, qrels.doc_words,
                                             self.qrels_label, self.n_queries, self.run_halves)
             run.doc_words.forget_hashes()  # 8 bytes a row, not needed again (peak memory)
             qrels.doc_words.forget_hashes()
+            self._by_words = self._merged is not None
         if self._merged is not None:
             self.run_doc = _WordsKey(run.doc_words, None, lambda: self._exact_run_doc)
             self._run_distinct = True  # the join saw every repeated (query, docid) pair
@@ -247,7 +264,7 @@ class Prepared:
     def joined_by_words(self) -> bool:
         """Whether the run and the qrels were joined on the docid words, which also proves that
         no (query, docid) pair repeats in either."""
-        return self._merged is not None
+        return self._by_words
 
     @cached_property
     def run_rank(self) -> np.ndarray:
@@ -364,6 +381,53 @@ class Prepared:
 
     def _doc_name(self, row: int) -> str:
         return self._doc_vocab[int(self.run_doc_code[row])].as_py()
+
+
+_NOT_JUDGED: dict = {}
+
+
+def judgments(qrels: Qrels) -> dict[str, dict[str, float]] | None:
+    """``{qid: {docid: label}}`` of read qrels (every judgment once, as read), for
+    :func:`looked_up_labels`: made once by a caller that joins many runs to these qrels. None
+    when a docid is not text (it could not be a dict's key as the run's docids are)."""
+    if not len(qrels):
+        return {}
+    order = np.argsort(qrels.qcode, kind="stable")  # the rows of each query together
+    counts = np.bincount(qrels.qcode, minlength=len(qrels.qids))
+    if qrels.doc_list is not None:  # read from a dict: already query by query
+        docs = qrels.doc_list.ids
+    else:
+        try:
+            docs = qrels.doc_ids()[order].tolist()
+        except UnicodeDecodeError:  # pragma: no cover - the readers give text
+            return None
+    labels = qrels.label[order].tolist() if qrels.doc_list is None else qrels.label.tolist()
+    ends = np.cumsum(counts).tolist()
+    starts = [0] + ends[:-1]
+    present = counts > 0
+    # one dict per query (a loop over queries, each dict built in C)
+    return {q: dict(zip(docs[a:b], labels[a:b]))
+            for q, a, b in compress(zip(qrels.qids.tolist(), starts, ends), present.tolist())}
+
+
+def looked_up_labels(judged: Mapping[str, Mapping[str, object]], run: Run) -> np.ndarray | None:
+    """Each run row's raw label in ``judged`` (``{qid: {docid: label}}``, every id a ``str``:
+    the user's qrels dict when it was read as :class:`Prepared` would read it, or
+    :func:`judgments`), NaN where the pair is not judged; None unless the run was read from a
+    dict keyed by strings (``doc_list``: its rows query by query, its pairs distinct).
+
+    One dictionary lookup per row, at C speed: each row's query's judgments (the query's dict,
+    repeated over its rows) and docid go through ``map(dict.get, ...)``; the labels are the
+    qrels' own numbers made float64, as the readers make them. This is the join a plain dict
+    allows, and it is exact: a dict compares keys as strings, which is what the join on bytes
+    compares (UTF-8 is one-to-one).
+    """
+    if run.doc_list is None or not run.distinct_pairs or not len(run):
+        return None
+    lengths = np.bincount(run.qcode, minlength=len(run.qids)).tolist()
+    per_query = map(judged.get, run.qids.tolist(), repeat(_NOT_JUDGED))
+    per_row = chain.from_iterable(map(repeat, per_query, lengths))
+    return np.fromiter(map(dict.get, per_row, run.doc_list.ids, repeat(np.nan)), np.float64, len(run))
 
 
 def _merge_in_halves(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
