@@ -5,18 +5,26 @@ Contract: for the same inputs, measures and conventions, every per-query value a
 is the single-machine reference's to the last bit (``conformance.reference.evaluate``), and bad
 input gets the single-machine readers' one-line errors. How:
 
-1. Read. A path of TREC text (any name but ``.parquet``) is read by Spark as lines
-   (``spark.read.text``); a ``.parquet`` path, or a Spark DataFrame, as columns (qid, docid and
-   score or label, found by the readers' names and aliases). Each row carries its 1-based line
-   (row) in the input: Spark's ``monotonically_increasing_id`` orders a file's rows (the
-   partition index in the high bits, the row within it in the low 33), and the counts of the
-   partitions before a row's turn that into its line (one small job per input).
+1. Read. A path's format is decided as the single-machine readers decide it
+   (``conformance.io.formats.candidates``: the first bytes, the name, the first line). TREC
+   text is read by Spark as lines (``spark.read.text``); so is CSV or TSV with a header row:
+   the driver reads the header (its column names found by the readers' names and aliases, the
+   line it is on), each data line is a row, and the query id is the header's query-id field of
+   the line, parsed by Spark's CSV parser with the local reader's quoting (CSV: ``"`` doubled
+   inside quotes; TSV: none). A ``.csv``/``.tsv`` file whose first line holds a number and
+   names no column is read as TREC, as locally. Parquet, or a Spark DataFrame, is read as
+   columns (qid, docid and score or label, by the same names and aliases). Any other format
+   (JSON, JSONL, Arrow) is refused with the formats the engine reads. Each row carries its
+   1-based line (row) in the input: Spark's ``monotonically_increasing_id`` orders a file's rows
+   (the partition index in the high bits, the row within it in the low 33), and the counts of
+   the partitions before a row's turn that into its line (one small job per input).
 2. Partition by query. The qrels and run rows are unioned, repartitioned by query id and
    sorted within each partition by (query, input, line): the order inside a query is fixed
    explicitly, never left to Spark (no ``collect_list``).
 3. Evaluate each partition with the package itself (``mapInArrow``: Arrow batches in, Arrow
    batches out, no RDD API, so Spark Connect runs it too): the partition's lines are parsed
-   by the package's own readers (the same numbers, the same checks), its queries evaluated by
+   by the package's own readers (the same numbers, the same checks; CSV and TSV lines under
+   their header), its queries evaluated by
    ``conformance.reference.evaluate`` under the conventions in force, one row out per query
    (its value, upper end and whether it counts in the mean, per measure). A reader's error
    comes out as a row naming the input and the line it has in the whole file.
@@ -24,7 +32,8 @@ input gets the single-machine readers' one-line errors. How:
    sorted by query id as the reference sorts them, and the mean is the reference's own
    ``Evaluation.aggregate`` on them: a sum taken in Spark would add in another order and
    differ in the last bits. The first bad input (qrels first, then by line) is raised as the
-   reader's ``InputError``.
+   reader's ``InputError``. A query id that comes out of two partitions (Spark's reading of a
+   line's query id and the package's disagreeing) is refused, never averaged twice.
 
 A query's value depends only on that query's rows under every convention the reference has,
 except those that look across queries: families averaged as a curve (RecallAtPrecision) and
@@ -108,26 +117,73 @@ def _column(df, role: str, source: str) -> str:
                      + ", ".join(repr(c) for c in df.columns))
 
 
-def _rows(spark, source: Any, kind: int, F):
-    """One input as rows (kind, qid, line, text, docid, value, source)."""
+ENGINE_FORMATS = ("trec", "csv", "tsv", "parquet")
+
+
+def path_format(path: str, kind: int) -> tuple[str, str | None, int | None]:
+    """How the engine reads the file at ``path``: (format, header, header line); the header and
+    its line for CSV and TSV only. The format is the single-machine readers' choice."""
+    from conformance.io import formats, tables
+    from conformance.io.roles import find_columns
+
+    if "://" in path:  # a remote path: by its name alone
+        return ("parquet" if path.endswith(".parquet") else "trec"), None, None
+    tried = formats.candidates(path)
+    fmt = tried[0]
+    if fmt not in ENGINE_FORMATS:
+        raise InputError(path, f"the Spark engine reads {', '.join(ENGINE_FORMATS[:-1])} and "
+                         f"{ENGINE_FORMATS[-1]} files; this one reads as {fmt}")
+    if fmt not in ("csv", "tsv"):
+        return fmt, None, None
+    head = _text_head(path)
+    try:
+        names, line, _ = tables._header(head, path, fmt)
+        find_columns(names, tables._roles("qrels" if kind == _QRELS else "run"), None, path)
+    except InputError:
+        if "trec" in tried:  # a first line holding a number, no column named: TREC, as locally
+            return "trec", None, None
+        raise
+    header = head.split(b"\n")[line - 1].rstrip(b"\r").decode("utf-8")
+    return fmt, header, line
+
+
+def _text_head(path: str, size: int = 1 << 20) -> bytes:
+    """The first ``size`` bytes of the text at ``path``, decompressed if gzip, without a BOM."""
+    import gzip
+
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    with (gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")) as f:
+        head = f.read(size)
+    return head[3:] if head[:3] == b"\xef\xbb\xbf" else head
+
+
+def _rows(spark, source: Any, kind: int, F, fmt: tuple | None = None):
+    """One input as rows (kind, qid, line, text, docid, value, source); ``fmt``: the path's
+    :func:`path_format`."""
     name = source if isinstance(source, str) else "<DataFrame>"
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if not os.path.exists(path) and "://" not in path:
             raise InputError(path, "no such file")
-        if path.endswith(".parquet"):
+        form, header, header_line = fmt or path_format(path, kind)
+        if form == "parquet":
             df = spark.read.parquet(path)
         else:
             lines = _numbered(spark.read.text(path), F)
-            # the query id is the first whitespace-separated field (TREC run and qrels)
-            qid = F.split(F.trim(F.col("value")), r"\s+").getItem(0)
+            if form == "trec":
+                # the query id is the first whitespace-separated field (TREC run and qrels)
+                qid = F.split(F.regexp_replace(F.col("value"), r"^\s+", ""), r"\s+").getItem(0)
+            else:
+                lines = lines.filter((F.col("line") > header_line) & (F.length("value") > 0))
+                qid = _csv_qid(header, form, kind, path, F)
             return lines.select(F.lit(kind).alias("kind"), qid.alias("qid"), "line",
                                 F.col("value").alias("text"), F.lit(None).cast("string").alias("docid"),
                                 F.lit(None).cast("double").alias("value"), F.lit(path).alias("source"))
     elif _is_dataframe(source):
         df = source
     else:
-        raise ConformanceError("the Spark engine takes paths (TREC text, Parquet) or Spark DataFrames")
+        raise ConformanceError("the Spark engine takes paths (TREC text, CSV, TSV, Parquet) or Spark DataFrames")
     df = _numbered(df, F)
     role = "label" if kind == _QRELS else "score"
     q, d, v = (_column(df, r, name) for r in ("qid", "docid", role))
@@ -136,9 +192,24 @@ def _rows(spark, source: Any, kind: int, F):
                      F.col(v).cast("double").alias("value"), F.lit(name).alias("source"))
 
 
+def _csv_qid(header: str, fmt: str, kind: int, path: str, F):
+    """The query-id field of a CSV or TSV line, by Spark's CSV parser under the local reader's
+    quoting (``conformance.io.tables.parse_csv``)."""
+    from conformance.io import tables
+    from conformance.io.roles import find_columns
+
+    names = [n.strip() for n in tables._split(header, fmt)]
+    found = find_columns(names, tables._roles("qrels" if kind == _QRELS else "run"), None, path)
+    schema = ", ".join(f"c{i} STRING" for i in range(len(names)))
+    options = {"sep": tables.DELIMITERS[fmt], "mode": "PERMISSIVE"}
+    options.update({"quote": '"', "escape": '"'} if fmt == "csv" else {"quote": "\u0000"})
+    field = F.from_csv(F.col("value"), schema, options).getField(f"c{names.index(found['qid'])}")
+    return F.regexp_replace(field, r"^\s+|\s+$", "")  # the local reader trims ASCII whitespace
+
+
 def _result_schema(measures: Sequence[Measure]) -> str:
-    cols = ["qid string", "error_source string", "error_line long", "error_problem string",
-            "error_kind int"]
+    cols = ["qid string", "read_only boolean", "error_source string", "error_line long",
+            "error_problem string", "error_kind int"]
     for i, _ in enumerate(measures):
         cols += [f"v{i} double", f"u{i} double", f"c{i} boolean"]
     return ", ".join(cols)
@@ -159,9 +230,10 @@ def _relined(problem: str, lines: np.ndarray) -> str:
     return _LINES.sub(sub, problem)
 
 
-def _chunk(table, kind: int, duplicates: str):
+def _chunk(table, kind: int, duplicates: str, fmt: tuple | None):
     """The package's own reading of one partition's rows of one input (a Run or Qrels), or the
-    InputError, its line the whole input's."""
+    InputError, its line the whole input's; ``fmt``: the input's :func:`path_format` (None for
+    a DataFrame)."""
     import pyarrow.compute as pc
 
     from conformance.io.data import Qrels, Run
@@ -172,16 +244,20 @@ def _chunk(table, kind: int, duplicates: str):
     source = rows["source"][0].as_py()
     lines = rows["line"].to_numpy()
     try:
-        if rows["text"].null_count < rows.num_rows:  # text lines: the TREC reader on them
+        if rows["text"].null_count < rows.num_rows:  # text lines: the local reader on them
             import tempfile
 
+            form, header, header_line = fmt
             text = "\n".join(rows["text"].to_pylist()) + "\n"
-            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
+            if header is not None:  # CSV / TSV: the lines under their header, which is line 1 here
+                text = header + "\n" + text
+                lines = np.concatenate([[header_line], lines])
+            with tempfile.NamedTemporaryFile("w", suffix="." + form, delete=False, encoding="utf-8") as f:
                 f.write(text)
             try:
                 if kind == _RUN:
-                    return Run.from_file(f.name, format="trec", duplicates=duplicates)
-                return Qrels.from_file(f.name, format="trec")
+                    return Run.from_file(f.name, format=form, duplicates=duplicates)
+                return Qrels.from_file(f.name, format=form)
             finally:
                 os.unlink(f.name)
         import pyarrow as pa
@@ -196,7 +272,8 @@ def _chunk(table, kind: int, duplicates: str):
         return InputError(source, _relined(exc.problem, lines), line)
 
 
-def _partition_function(measures: list[Measure], convs: dict[Measure, Conventions], duplicates: str):
+def _partition_function(measures: list[Measure], convs: dict[Measure, Conventions], duplicates: str,
+                        formats: dict[int, tuple | None]):
     def evaluate_partition(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
@@ -210,8 +287,8 @@ def _partition_function(measures: list[Measure], convs: dict[Measure, Convention
         table = pa.Table.from_batches(batches)
         if table.num_rows == 0:
             return
-        qrels = _chunk(table, _QRELS, duplicates)
-        run = _chunk(table, _RUN, duplicates)
+        qrels = _chunk(table, _QRELS, duplicates, formats[_QRELS])
+        run = _chunk(table, _RUN, duplicates, formats[_RUN])
         for kind, read in ((_QRELS, qrels), (_RUN, run)):
             if isinstance(read, InputError):
                 yield _error_batch(measures, read, kind)
@@ -235,14 +312,19 @@ def _partition_function(measures: list[Measure], convs: dict[Measure, Convention
         except EvaluationError as exc:
             yield _error_batch(measures, InputError("", str(exc)), -1)
             return
-        n = len(qids)
-        out = {"qid": pa.array(qids.astype(str).tolist(), pa.string()),
-               "error_source": pa.nulls(n, pa.string()), "error_line": pa.nulls(n, pa.int64()),
-               "error_problem": pa.nulls(n, pa.string()), "error_kind": pa.nulls(n, pa.int32())}
+        # every query id read here, evaluated or not: the driver refuses one read in two partitions
+        read = set(qrels.present_qids().astype(str).tolist()) | set(run.present_qids().astype(str).tolist())
+        scored = qids.astype(str).tolist()
+        only = sorted(read - set(scored))
+        n, m = len(scored), len(only)
+        out = {"qid": pa.array(scored + only, pa.string()),
+               "read_only": pa.array([False] * n + [True] * m, pa.bool_()),
+               "error_source": pa.nulls(n + m, pa.string()), "error_line": pa.nulls(n + m, pa.int64()),
+               "error_problem": pa.nulls(n + m, pa.string()), "error_kind": pa.nulls(n + m, pa.int32())}
         for i in range(len(measures)):
-            out[f"v{i}"] = pa.array(np.asarray(cols[f"v{i}"], dtype=np.float64))
-            out[f"u{i}"] = pa.array(np.asarray(cols[f"u{i}"], dtype=np.float64))
-            out[f"c{i}"] = pa.array(np.asarray(cols[f"c{i}"], dtype=bool))
+            out[f"v{i}"] = pa.array(np.concatenate([np.asarray(cols[f"v{i}"], dtype=np.float64), np.full(m, np.nan)]))
+            out[f"u{i}"] = pa.array(np.concatenate([np.asarray(cols[f"u{i}"], dtype=np.float64), np.full(m, np.nan)]))
+            out[f"c{i}"] = pa.array(np.concatenate([np.asarray(cols[f"c{i}"], dtype=bool), np.zeros(m, bool)]))
         yield pa.RecordBatch.from_pydict(out)
 
     return evaluate_partition
@@ -251,7 +333,8 @@ def _partition_function(measures: list[Measure], convs: dict[Measure, Convention
 def _error_batch(measures, err: InputError, kind: int):
     import pyarrow as pa
 
-    out = {"qid": pa.array([None], pa.string()), "error_source": pa.array([err.source]),
+    out = {"qid": pa.array([None], pa.string()), "read_only": pa.array([None], pa.bool_()),
+           "error_source": pa.array([err.source]),
            "error_line": pa.array([err.line], pa.int64()), "error_problem": pa.array([err.problem]),
            "error_kind": pa.array([kind], pa.int32())}
     for i in range(len(measures)):
@@ -268,6 +351,7 @@ def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | C
     ``qrels`` and ``run`` (paths or Spark DataFrames), computed by Spark (see the module
     docstring); ``partitions``: how many query partitions (default: the session's default
     parallelism, at least 2)."""
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
     from conformance.pipeline import conventions_for, one_duplicates_rule
@@ -280,15 +364,19 @@ def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | C
             raise ConformanceError(f"the Spark engine does not compute {m.text} under these "
                                    "conventions: its value looks across queries")
     duplicates = one_duplicates_rule(convs)
-    for source in (qrels, run):  # before the session starts: the local readers' words
-        if isinstance(source, (str, os.PathLike)) and "://" not in os.fspath(source) \
-                and not os.path.exists(source):
-            raise InputError(os.fspath(source), "no such file")
+    formats: dict[int, tuple | None] = {}
+    for kind, source in ((_QRELS, qrels), (_RUN, run)):  # before the session starts: the local readers' words
+        formats[kind] = None
+        if isinstance(source, (str, os.PathLike)):
+            path = os.fspath(source)
+            if "://" not in path and not os.path.exists(path):
+                raise InputError(path, "no such file")
+            formats[kind] = path_format(path, kind)
     spark = spark_session(master)
-    rows = _rows(spark, qrels, _QRELS, F).unionByName(_rows(spark, run, _RUN, F))
+    rows = _rows(spark, qrels, _QRELS, F, formats[_QRELS]).unionByName(_rows(spark, run, _RUN, F, formats[_RUN]))
     n = partitions or max(2, spark.sparkContext.defaultParallelism)
     ordered = rows.repartition(n, "qid").sortWithinPartitions("qid", "kind", "line")
-    result = ordered.mapInArrow(_partition_function(measures, convs, duplicates),
+    result = ordered.mapInArrow(_partition_function(measures, convs, duplicates, formats),
                                 _result_schema(measures))
     got = result.toArrow()
     errors = got.filter(got["error_problem"].is_valid())
@@ -299,6 +387,12 @@ def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | C
 
             raise EvaluationError(first["error_problem"])
         raise InputError(first["error_source"], first["error_problem"], first["error_line"])
+    every = np.sort(np.asarray(got["qid"].to_pylist(), dtype=object).astype(str))
+    twice = every[1:][every[1:] == every[:-1]]
+    if twice.size:
+        raise ConformanceError(f"the Spark engine read query {str(twice[0])!r} in two partitions: Spark's "
+                               "reading of its query id and the package's disagree on some line")
+    got = got.filter(pc.invert(got["read_only"]))
     qids = np.asarray(got["qid"].to_pylist(), dtype=object)
     order = np.argsort(qids.astype(str), kind="stable")
     ev = Evaluation(qids=qids.astype(str)[order])

@@ -93,7 +93,7 @@ from conformance.measures import parse_measures
 @click.option("--quiet", is_flag=True, help="No row counts or warnings on stderr.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="spark: the same values, to the last bit, computed by Spark on inputs partitioned "
-                   "by query (TREC text or Parquet files; needs the spark extra and Java 17+).")
+                   "by query (TREC text, CSV, TSV or Parquet files; needs the spark extra and Java 17+).")
 @click.option("--spark-master", metavar="URL", default=None,
               help="The Spark master for --engine spark [default: $CONFORMANCE_SPARK_MASTER, else "
                    "local[*]].")
