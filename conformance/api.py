@@ -77,20 +77,28 @@ class Evaluated:
         self.conventions: dict[str, Conventions] = {m.text: result.conventions[m] for m in self.measures}
         self.qrels, self.run = result.qrels, result.run
         self.counts: dict[str, int] = dict(result.queries)
-        self._tables: dict[str, Any] | None = None
+        self._tables: dict[str, Any] = {}
 
     def _table(self, key: str) -> Any:
-        if self._tables is None:
-            low, high, pq_low, pq_high, queries = {}, {}, {}, {}, set()
-            for m in self.measures:
-                t = m.text
-                low[t], high[t] = self.result.mean(m)
-                ranges = self.result.per_query(m)
-                pq_low[t] = {q: lo for q, (lo, _) in ranges.items()}
-                pq_high[t] = {q: hi for q, (_, hi) in ranges.items()}
-                queries.update(np.asarray(self.result.evaluations[m].qids).tolist())
-            self._tables = {"low": low, "high": high, "per_query_low": pq_low,
-                            "per_query_high": pq_high, "queries": sorted(queries)}
+        # the aggregates alone when only they are read: a per-query dict of every measure
+        # (2,000 queries x 5 measures: ~10 ms) is made only for a caller that reads one
+        if key not in self._tables:
+            t = self._tables
+            if key in ("low", "high"):
+                t["low"], t["high"] = {}, {}
+                for m in self.measures:
+                    t["low"][m.text], t["high"][m.text] = self.result.mean(m)
+            elif key == "queries":
+                queries: set = set()
+                for m in self.measures:
+                    queries.update(np.asarray(self.result.evaluations[m].qids).tolist())
+                t["queries"] = sorted(queries)
+            else:
+                t["per_query_low"], t["per_query_high"] = {}, {}
+                for m in self.measures:
+                    ranges = self.result.per_query(m)
+                    t["per_query_low"][m.text] = {q: lo for q, (lo, _) in ranges.items()}
+                    t["per_query_high"][m.text] = {q: hi for q, (_, hi) in ranges.items()}
         return self._tables[key]
 
     low = property(lambda self: self._table("low"), doc="measure -> the aggregate's lower end")

@@ -283,9 +283,10 @@ def evaluate_inputs(inputs: Inputs, measures: Sequence[Measure],
             evaluations[m] = ev
     first = convs[measures[0]] if measures else Conventions()
     scored = int(evaluate(inputs.prep, None, [], first).qids.size)
-    qrels_q = set(inputs.qrels.present_qids().tolist())
-    run_q = set(inputs.run.present_qids().tolist())
-    queries = {"scored": scored, "run_only": len(run_q - qrels_q), "qrels_only": len(qrels_q - run_q)}
+    # the join's masks over all query ids say which queries have rows in each input
+    in_run, in_qrels = inputs.prep.in_run, inputs.prep.in_qrels
+    queries = {"scored": scored, "run_only": int((in_run & ~in_qrels).sum()),
+               "qrels_only": int((in_qrels & ~in_run).sum())}
     return Result(inputs, measures, {m: convs[m] for m in measures}, evaluations, queries)
 
 
