@@ -657,7 +657,25 @@ def ideal_terms(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int,
 
 
 def ideal_order(gain_rows: np.ndarray, q_rows: np.ndarray) -> np.ndarray:
-    """The ideal order: rows by query, then gain descending; equal gains keep their order."""
+    """The ideal order: rows by query, then gain descending; equal gains keep their order.
+
+    ``np.lexsort((-gain, q))``. Gains that are small integers (graded labels under linear gain)
+    are packed with the query into one int64 instead, whose one stable sort gives the same
+    permutation (equal keys are equal (query, gain) pairs, kept in row order): ~1.8 ms against
+    ~3.5 for 100k judgments.
+    """
+    n = gain_rows.size
+    if n and q_rows.dtype.kind in "iu" and gain_rows.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            whole = gain_rows.astype(np.int64)
+        top = int(whole.max())
+        span = top - int(whole.min()) + 1
+        q_top = int(q_rows.max())
+        if (0 < span <= 2**20 and int(q_rows.min()) >= 0 and (q_top + 1) * span < 2**62
+                and np.array_equal(whole, gain_rows)):
+            key = q_rows.astype(np.int64) * span
+            key += top - whole  # gain descending
+            return np.argsort(key, kind="stable")
     return np.lexsort((-gain_rows, q_rows))
 
 
