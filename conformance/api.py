@@ -249,12 +249,16 @@ class Evaluator:
         # each query's judgments as a dict, so that each run read from a dict is joined by
         # one lookup per row (C-level), not by coding and sorting its docids with the qrels'
         self._judged = judgments(self.qrels)
+        # what each evaluation computes from the qrels alone (the ideal's sort of the
+        # judgments), kept for the next run over the same queries
+        self._shared: dict = {}
 
     def evaluate(self, run: Any) -> Evaluated:
         """The measures of ``run`` (anything :func:`evaluate` takes) against the qrels."""
         from conformance import pipeline
 
-        inputs = pipeline.join(self.qrels, run, self._duplicates, judged=self._judged, **self._how)
+        inputs = pipeline.join(self.qrels, run, self._duplicates, judged=self._judged,
+                               shared=self._shared, **self._how)
         return Evaluated(pipeline.evaluate_inputs(inputs, self.measures, self._convs))
 
 

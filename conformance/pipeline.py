@@ -159,32 +159,35 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
 
 
 def join(read_qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
-         limits: Any = None, judged: Mapping[str, Mapping[str, Any]] | None = None) -> Inputs:
+         limits: Any = None, judged: Mapping[str, Mapping[str, Any]] | None = None,
+         shared: dict | None = None) -> Inputs:
     """``run`` read (as :func:`read` reads it) and joined with qrels already read
     (``conformance.io.Qrels``): many runs against one qrels read once (``api.Evaluator``).
     ``judged``: those qrels' ``prepare.judgments``, made once, through which a run read from
-    a dict keyed by strings is joined (dictionary lookups, no sort)."""
+    a dict keyed by strings is joined (dictionary lookups, no sort); ``shared``: the store
+    where evaluations of these qrels keep what depends on them alone (``Prepared``)."""
     from conformance import io as cio
 
     read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, columns=columns, limits=limits)
-    return _joined(read_qrels, read_run, duplicates, judged)
+    return _joined(read_qrels, read_run, duplicates, judged, shared)
 
 
-def _joined(read_qrels: Any, read_run: Any, duplicates: str, judged: Mapping | None = None) -> Inputs:
+def _joined(read_qrels: Any, read_run: Any, duplicates: str, judged: Mapping | None = None,
+            shared: dict | None = None) -> Inputs:
     from conformance import io as cio
     from conformance.reference.prepare import Prepared, looked_up_labels
 
     labels = None if judged is None else looked_up_labels(judged, read_run)
     if labels is not None:  # the run's pairs are distinct (a dict's keys): nothing to settle
-        return Inputs(read_qrels, read_run, Prepared(read_qrels, read_run, labels))
-    prep = Prepared(read_qrels, read_run)
+        return Inputs(read_qrels, read_run, Prepared(read_qrels, read_run, labels, shared))
+    prep = Prepared(read_qrels, read_run, shared=shared)
     if read_run.distinct_pairs is None:
         if prep.joined_by_words:
             read_run.distinct_pairs = True  # the join compared every pair of equal hash: no repeat
         else:
             settled = cio.settle_pairs(read_run, duplicates)
             if settled is not read_run:  # listings dropped: join again (else the join stands)
-                read_run, prep = settled, Prepared(read_qrels, settled)
+                read_run, prep = settled, Prepared(read_qrels, settled, shared=shared)
     return Inputs(read_qrels, read_run, prep)
 
 

@@ -200,22 +200,12 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
 
         def sel(a):
             return a[rows]
-    qrels_seen = (None if conv.ideal in ("judged", "judged_to_list")
-                  else np.zeros(prep.qrels_label.size, bool))
-    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen, prep.qrels_line)
+    # the qrels' labels are refused first, then the run's, then the unscaled gains
+    jmask, jq, jlab, R_judged, shift, jgain, judged_ideal = _judged_side(prep, conv, scored, local, nq)
     run_labels = transform_labels(prep.run_label, conv, prep.run_source, run_seen, prep.run_line,
                                   origin=f"(from {prep.qrels_source}) ")
-
-    # judged side: relevant counts and ideal gains from the qrels of scored queries
-    jmask = scored[prep.qrels_q] & ~np.isnan(qrels_labels)
-    jq = local[prep.qrels_q[jmask]]
-    jlab = qrels_labels[jmask]
-    R_judged = np.bincount(jq[jlab >= conv.relevance_threshold], minlength=nq).astype(np.float64)
-    # exponential gains of labels beyond 960 are scaled query by query (ranking.exponential_shift)
-    shift = exponential_shift(jlab, jq, nq) if conv.gain == "exponential" else None
     if shift is not None:
         _refuse_unscaled(measures, conv, jlab)
-    jgain = gains(jlab, conv, shift=None if shift is None else shift[jq])
 
     # run side: rows of scored queries, kept under the duplicates policy
     if conv.rank_source == "rank_column":
@@ -257,7 +247,6 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
-    judged_ideal = JudgedIdeal(jgain, jq, nq, conv)  # one for every order and both halves
     keep_labels = bool(traced) or any(m.family in READS_LABELS for m in measures)
     pooled = None
     if any(m.family in READS_POOL for m in measures):
@@ -406,6 +395,43 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                 ends = [round(v, conv.rounding) for v in ends]
             out.curve[m] = (min(ends), max(ends))
     return out
+
+
+def _judged_side(prep: Prepared, conv: Conventions, scored: np.ndarray, local: np.ndarray, nq: int):
+    """The judged side of one convention set: relevant counts and ideal gains from the qrels of
+    the scored queries (jmask, jq, jlab, R_judged, shift, jgain, and the judged ideal, one for
+    every order and both halves).
+
+    It depends on the qrels, the conventions, the query coding and the scored queries alone:
+    a ``Prepared`` with a ``shared`` store (``api.Evaluator``'s, one for all its runs) keeps it
+    for the next run with the same queries, so a training loop sorts the judgments for the ideal
+    once. Kept arrays are made read-only: no later run can see one changed.
+    """
+    shared = getattr(prep, "shared", None)
+    key = (conv, scored.tobytes())
+    if shared is not None:
+        if shared.get("qids") is None or not np.array_equal(shared["qids"], prep.qids):
+            shared.clear()
+            shared["qids"] = prep.qids
+        elif key in shared:
+            return shared[key]
+    qrels_seen = (None if conv.ideal in ("judged", "judged_to_list")
+                  else np.zeros(prep.qrels_label.size, bool))
+    qrels_labels = transform_labels(prep.qrels_label, conv, prep.qrels_source, qrels_seen, prep.qrels_line)
+    jmask = scored[prep.qrels_q] & ~np.isnan(qrels_labels)
+    jq = local[prep.qrels_q[jmask]]
+    jlab = qrels_labels[jmask]
+    R_judged = np.bincount(jq[jlab >= conv.relevance_threshold], minlength=nq).astype(np.float64)
+    # exponential gains of labels beyond 960 are scaled query by query (ranking.exponential_shift)
+    shift = exponential_shift(jlab, jq, nq) if conv.gain == "exponential" else None
+    jgain = gains(jlab, conv, shift=None if shift is None else shift[jq])
+    side = (jmask, jq, jlab, R_judged, shift, jgain, JudgedIdeal(jgain, jq, nq, conv))
+    if shared is not None:
+        for a in side[:6]:
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+        shared[key] = side
+    return side
 
 
 # the two orders of each family's tied documents under ties=unspecified (Family.ends); a

@@ -213,11 +213,15 @@ class Prepared:
 
     ``run_label``: each run row's raw label, already found (:func:`looked_up_labels`, for a run
     read from a dict keyed by strings, whose pairs are distinct): no join is made, and the tie
-    key reads the run's docid strings for the rows it orders.
+    key reads the run's docid strings for the rows it orders. ``shared``: a store that joins of
+    these same qrels with other runs share (``api.Evaluator``'s), where the evaluation keeps
+    what depends on the qrels alone (``evaluate._judged_side``).
     """
 
-    def __init__(self, qrels: Qrels, run: Run, run_label: np.ndarray | None = None) -> None:
+    def __init__(self, qrels: Qrels, run: Run, run_label: np.ndarray | None = None,
+                 shared: dict | None = None) -> None:
         self.qrels_source, self.run_source = qrels.source, run.source
+        self.shared = shared
         self._qrels_in, self._run_in = qrels, run
         qvocab, rq, qq = _sorted_union_codes(_strings(run), _strings(qrels))
         self.qids = np.empty(len(qvocab), dtype=object)

@@ -59,3 +59,16 @@ def test_evaluate_and_the_evaluator_give_the_join_s_values(over):
     for got in (looked_up, again):
         assert got.per_query_low == joined.per_query_low and got.per_query_high == joined.per_query_high
         assert got.low == joined.low and got.counts == joined.counts
+
+
+def test_the_evaluator_keeps_the_judged_side_only_for_the_same_queries():
+    # runs over other queries, and a run again after them: each as evaluate gives it alone
+    rng = np.random.default_rng(3)
+    qrels = {f"q{i}": {f"d{j}": int(rng.integers(0, 4)) for j in range(20)} for i in range(12)}
+    runs = [{f"q{i}": {f"d{j}": float(rng.random()) for j in range(25)} for i in qs}
+            for qs in (range(12), range(3, 15), range(12), [0, 5])]
+    for over in ({}, {"gain": "exponential", "query_set": "qrels"}):
+        ev = conformance.Evaluator(qrels, "nDCG@10,nDCG,AP,R@5", **over)
+        for run in runs + runs[::-1]:
+            got, alone = ev.evaluate(run), conformance.evaluate(qrels, run, "nDCG@10,nDCG,AP,R@5", **over)
+            assert got.per_query == alone.per_query and got.mean == alone.mean
