@@ -221,6 +221,11 @@ class Evaluator:
     gives what :func:`evaluate` gives for it (pytrec_eval's ``RelevanceEvaluator``, for a
     training loop that evaluates every epoch).
 
+    What depends on the qrels alone is prepared once too: each query's judgments as a dict, so
+    that a run given as a dict keyed by strings is joined by one lookup a row, and, per
+    convention set, the judged side (relevant counts, gains, the ideal's sorted judgments),
+    kept for the next run over the same queries.
+
     >>> import conformance
     >>> ev = conformance.Evaluator({"q1": {"a": 1, "b": 0}}, "P@1,RR", profile="trec_eval")
     >>> ev.evaluate({"q1": {"a": 2.0, "b": 1.0}}).mean
