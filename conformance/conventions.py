@@ -416,14 +416,17 @@ AXES: dict[str, Axis] = {
             "what happens to a non-integer relevance label",
             {
                 "float": "used as it is",
+                "float32": "used as the nearest float32 number (0.3 -> 0.30000001192092896), as a "
+                           "library that stores labels as float32 reads it",
                 "int_truncate": "truncated towards zero (1.7 -> 1)",
                 "raise": "evaluation fails",
             },
             default="float",
             group="labels",
             stage="labels",
-            swept=("float", "int_truncate"),
-            phrases={"float": "fractional labels as they are", "int_truncate": "labels truncated to integers"},
+            swept=("float", "float32", "int_truncate"),
+            phrases={"float": "fractional labels as they are", "float32": "labels read as float32",
+                     "int_truncate": "labels truncated to integers"},
         ),
         Axis(
             "query_set",

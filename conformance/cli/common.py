@@ -459,7 +459,8 @@ def input_warnings(qrels, run, conv, measures: list[Measure]) -> list[str]:
     fractional = int((label != np.trunc(label)).sum())
     if fractional:
         effect = {"int_truncate": "truncated toward zero (label_type=int_truncate)",
-                  "float": "used as they are (label_type=float)"}.get(
+                  "float": "used as they are (label_type=float)",
+                  "float32": "used as the nearest float32 numbers (label_type=float32)"}.get(
             conv.label_type if conv is not None else None, "each library's profile decides")
         out.append(f"qrels {qrels.source}: {plural(fractional, 'fractional label')}: {effect}")
     no_rank = int(np.isnan(np.asarray(run.rank, dtype=np.float64)).sum())

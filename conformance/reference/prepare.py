@@ -567,7 +567,11 @@ def transform_labels(labels: np.ndarray, conv: Conventions, where: str,
     vals = labels[idx]
     seen_v = None if seen is None else seen[idx]
     changed = False
-    if conv.label_type != "float":
+    if conv.label_type == "float32":
+        narrowed = vals.astype(np.float32).astype(np.float64)
+        changed = bool((narrowed != vals).any())
+        vals = narrowed
+    elif conv.label_type != "float":
         fractional = vals != np.trunc(vals)
         if fractional.any():
             if conv.label_type == "raise":

@@ -14,7 +14,8 @@ shown, on this input or on every input, unable to change what the sweep finds:
 
 - the axis records' ``swept`` values (gathered in :data:`SWEPT_VALUES`) are tried, less those
   ``Facts.domains`` proves equal on this input to one kept: ``negative_labels=keep`` without a
-  negative label, ``label_type=int_truncate`` without a fractional one, ``query_set=qrels``
+  negative label, ``label_type=int_truncate`` without a fractional one, ``label_type=float32``
+  without a label that float32 cannot hold (0.3; 0.5 it holds), ``query_set=qrels``
   without a judged query missing from the run, ``run_all`` without a run query lacking
   judgments, ``qrels_strict`` (which refuses such a query) without a judged query missing from
   the run, ``identical_ids=drop`` without a document named like its query,
@@ -161,6 +162,7 @@ class Facts:
     top_label: float = 0.0
     self_retrieval: bool = False  # some retrieved document is named like its query
     nonpositive: bool = False  # some retrieved document has a score <= 0 (as float64 or float32)
+    narrowed32: bool = False  # some label is not a float32 number (0.3; an integer past 2^24)
 
 
     def domains(self) -> dict[str, tuple]:
@@ -170,7 +172,9 @@ class Facts:
         if not self.negative:
             d["negative_labels"] = ("unjudged",)
         if not self.fractional:
-            d["label_type"] = ("float",)
+            d["label_type"] = ("float",) + (("float32",) if self.narrowed32 else ())
+        elif not self.narrowed32:  # fractional labels such as 0.5 are float32 numbers
+            d["label_type"] = tuple(v for v in d["label_type"] if v != "float32")
         # run_all is run without run-only queries; qrels_strict is qrels without qrels-only
         # queries, and refuses run-only ones
         d["query_set"] = tuple(
@@ -189,6 +193,7 @@ def _facts(prep: Prepared) -> Facts:
     lab = prep.qrels_label
     negative = bool((lab < 0).any())
     fractional = bool((lab != np.trunc(lab)).any())
+    narrowed32 = bool((lab.astype(np.float32).astype(np.float64) != lab).any())
     top = float(lab.max()) if lab.size else 0.0
     # a threshold L makes the labels >= L relevant: the thresholds below 1 that change which
     # labels those are (0 when some label is in (-1, 0]: every judged document relevant; the
@@ -203,6 +208,7 @@ def _facts(prep: Prepared) -> Facts:
     return Facts(
         negative=negative,
         fractional=fractional,
+        narrowed32=narrowed32,
         qrels_only_queries=int((prep.in_qrels & ~prep.in_run).sum()),
         run_only_queries=int((prep.in_run & ~prep.in_qrels).sum()),
         longest_list=int(n.max()) if n.size else 0,
