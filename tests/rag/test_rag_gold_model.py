@@ -78,15 +78,20 @@ def test_ranked_low_is_blamed_only_when_the_answer_is_wrong(tmp_path):
     assert r.variants[0].diagnoses.diagnosis == ["ok", "ranked_low"]
 
 
-def test_answer_length_against_faithfulness_is_reported(tmp_path):
-    # q1: "Quindal is twinned with Vardried." 3 content tokens, faithfulness 1 (bin 1-10);
-    # q2: 3 + 12 = 15 content tokens in two claims, the first supported, the second not -> 0.5 (bin 11-20)
+def _length_case(tmp_path):
+    """Two answers: a short supported one and the same with an unsupported sentence added."""
     long_answer = ("Quindal is twinned with Vardried. "
                    "Harbour cranes lift grain barrels onto river ships every misty autumn morning.")
     gold = write_jsonl(tmp_path / "g.jsonl", [
         {"qid": q, "query": QUESTION, "gold_doc_ids": ["d1"], "gold_answer_substring": "Vardried"} for q in ("q1", "q2")])
     out = write_jsonl(tmp_path / "o.jsonl", [_out("q1", "Quindal is twinned with Vardried."), _out("q2", long_answer)])
-    r = evaluate_variants(gold, {"v": out}, [1], resamples=20)
+    return evaluate_variants(gold, {"v": out}, [1], resamples=20)
+
+
+def test_answer_length_against_faithfulness_is_reported(tmp_path):
+    # q1: "Quindal is twinned with Vardried." 3 content tokens, faithfulness 1 (bin 1-10);
+    # q2: 3 + 12 = 15 content tokens in two claims, the first supported, the second not -> 0.5 (bin 11-20)
+    r = _length_case(tmp_path)
     t = r.length_table["variants"]["v"]
     assert r.length_table["bins"][:2] == ["1-10", "11-20"]
     assert t["bins"][0] == {"n": 1, "faithfulness": 1.0}
@@ -98,12 +103,7 @@ def test_answer_length_is_shown_in_the_html_report_as_a_table_and_a_plot(tmp_pat
     # the case above: bin 1-10 holds one answer at 1.0, bin 11-20 one at 0.5, the rest none
     from conformance.report import rag_html
 
-    long_answer = ("Quindal is twinned with Vardried. "
-                   "Harbour cranes lift grain barrels onto river ships every misty autumn morning.")
-    gold = write_jsonl(tmp_path / "g.jsonl", [
-        {"qid": q, "query": QUESTION, "gold_doc_ids": ["d1"], "gold_answer_substring": "Vardried"} for q in ("q1", "q2")])
-    out = write_jsonl(tmp_path / "o.jsonl", [_out("q1", "Quindal is twinned with Vardried."), _out("q2", long_answer)])
-    page = rag_html.render(evaluate_variants(gold, {"v": out}, [1], resamples=20))
+    page = rag_html.render(_length_case(tmp_path))
     section = page[page.index('<section id="answer-length">'):]
     section = section[:section.index("</section>")]
     table = section[section.index('id="length-table"'):section.index("</table>")]
