@@ -697,7 +697,9 @@ def test_fuzz_entry(e: Entry) -> None:
 # batch one call of ``entry.evaluate_batch`` (one DataFrame, a job per measure), every case
 # checked on every measure the entry supports at the batch's cutoff, a third each on clean
 # labels, negative or fractional ones, and documents listed twice. CONFORMANCE_FUZZ=N raises
-# it to at least N cases per entry (N=1000: 50 batches).
+# it to at least N cases per entry (N=1000: 50 batches). Each family's comparisons are tallied
+# as the long fuzz's are, and held to the same minimum (a tenth of its cases carry values),
+# in the default run (the same 40 cases every time) and in the long one.
 BATCH = 20
 BATCHES = max(2, -(-FUZZ // BATCH))
 
@@ -707,9 +709,11 @@ BATCHES = max(2, -(-FUZZ // BATCH))
 def test_batched_entry(e: Entry) -> None:
     _require_available(e)
     ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
-    counts = {"cases": 0, "comparisons": 0}
+    counts = {"cases": 0}
+    tallies: dict[str, Tally] = {}
 
     @settings(max_examples=BATCHES, deadline=None, database=None, print_blob=True,
+              derandomize=DERANDOMIZE,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(k=st.sampled_from(ks), data=st.data())
     def check(k: int, data) -> None:
@@ -722,15 +726,22 @@ def test_batched_entry(e: Entry) -> None:
             counts["cases"] += 1
             prep = Prepared(case.qrels, case.run)
             for m in measures:
-                counts["comparisons"] += 1
-                problem = compare(e, m, case, libs[m], prep)
-                if problem is not None:
-                    pytest.fail(problem, pytrace=False)
+                o = outcome(e, m, case, libs[m], prep)
+                if o.problem is not None:
+                    pytest.fail(o.problem, pytrace=False)
+                tallies.setdefault(_spec(m), Tally()).add(o, m, case)
 
     try:
         check()
     finally:
-        print(f"\nBATCHED {e.name}: {counts['cases']} cases, {counts['comparisons']} comparisons")
+        print(f"\nBATCHED {e.name}: {counts['cases']} cases; by family (value comparisons, "
+              "no query to compare, both refusing by kind, known failures):")
+        for spec, t in sorted(tallies.items()):
+            print(f"BATCHED {e.name} | {spec} | {t.text()}")
+    problems = [p for spec, t in sorted(tallies.items())
+                for p in check_tally(e, spec, t, long_minimum(t.cases))]
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 def test_groups_cover_every_available_entry() -> None:
