@@ -28,6 +28,7 @@ _PUBLIC = {
     "entries": "conformance.api",
     "compare": "conformance.api",
     "check_paper": "conformance.api",
+    "infer": "conformance.infer",
     "__version__": "conformance.distribution",  # declared there, read by pyproject.toml
 }
 

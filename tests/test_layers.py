@@ -29,8 +29,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("libs", ("conformance.libs",)),
     ("engines", ("conformance.profiles", "conformance.facts", "conformance.explain", "conformance.paper",
                  "conformance.runner", "conformance.run_text", "conformance.rag", "conformance.pipeline",
-                 "conformance.statement", "conformance.spark_engine")),
-    ("api", ("conformance.api",)),
+                 "conformance.statement", "conformance.spark_engine", "conformance.infer")),
+    ("api", ("conformance.api", "conformance.testing")),
     ("report", ("conformance.report", "conformance.summary")),
     ("cli", ("conformance.cli",)),
 ]

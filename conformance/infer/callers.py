@@ -5,7 +5,7 @@ function, a value per query.
 
 A failure on a case is the function's behaviour there (``empty_query=raise`` is one), not an
 error of the tool; a function that cannot be called at all (no such module, the wrong number of
-parameters, a result that is not a number) is a :class:`~conformance.errors.InputError`, as is
+parameters, a result that is not a number) is a :class:`~conformance.errors.ConformanceError`, as is
 one that fails on the plain first case every convention set scores (``conformance.infer.search``
 calls it there first).
 
@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from conformance.errors import InputError
+from conformance.errors import ConformanceError
 from conformance.infer.cases import Case
 
 SHELL_TIMEOUT = 60.0  # seconds a command may take on one case
@@ -67,20 +67,20 @@ def load(target: str) -> Callable:
     too, as ``python -m`` would find it)."""
     module, sep, name = target.partition(":")
     if not sep or not module or not name:
-        raise InputError(f"{target!r}: expected MODULE:FUNCTION, such as mymetrics:ndcg_at_k")
+        raise ConformanceError(f"{target!r}: expected MODULE:FUNCTION, such as mymetrics:ndcg_at_k")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         mod = importlib.import_module(module)
     except Exception as exc:  # the user's module: any failure to import is theirs
-        raise InputError(f"cannot import {module!r}: {type(exc).__name__}: {exc}") from None
+        raise ConformanceError(f"cannot import {module!r}: {type(exc).__name__}: {exc}") from None
     fn = mod
     for part in name.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
-            raise InputError(f"module {module!r} has no {name!r}")
+            raise ConformanceError(f"module {module!r} has no {name!r}")
     if not callable(fn):
-        raise InputError(f"{target!r} is not a function")
+        raise ConformanceError(f"{target!r} is not a function")
     return fn
 
 
@@ -92,7 +92,7 @@ def _check_arity(fn: Callable, what: str) -> None:
     try:
         sig.bind(None, None, None)
     except TypeError:
-        raise InputError(f"{what} cannot be called with three arguments {sig}: the calling "
+        raise ConformanceError(f"{what} cannot be called with three arguments {sig}: the calling "
                          "convention passes (ranked_doc_ids, relevance_dict, k), (scores, labels, k) "
                          "or (qrels_dict, run_dict, k)") from None
 
@@ -105,7 +105,7 @@ def _number(result: Any, what: str) -> Observation:
     try:
         v = float(result)
     except (TypeError, ValueError):
-        raise InputError(f"{what} returned {type(result).__name__} {result!r:.60}, not a number") from None
+        raise ConformanceError(f"{what} returned {type(result).__name__} {result!r:.60}, not a number") from None
     if math.isnan(v):
         return Observation("nan", None, "nan")
     return Observation("value", v, repr(v) if not v.is_integer() else str(int(v)))
@@ -116,7 +116,7 @@ def caller(fn: Callable | str, signature: str) -> Callable[[Case, int | None], O
     command, with ``{qrels}``, ``{run}`` and ``{k}`` where the file names and the cutoff go)."""
     if signature == "shell":
         if not isinstance(fn, str) or "{qrels}" not in fn or "{run}" not in fn:
-            raise InputError("a shell command needs {qrels} and {run} where the TREC files go, "
+            raise ConformanceError("a shell command needs {qrels} and {run} where the TREC files go, "
                              "such as 'trec_eval -m ndcg_cut.10 {qrels} {run}'")
         return lambda case, k: _shell(fn, case, k)
     what = getattr(fn, "__qualname__", None) or repr(fn)

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from conformance.conventions import format_value
-from conformance.errors import InputError
+from conformance.errors import ConformanceError
 from conformance.infer.callers import Observation, caller
 from conformance.infer.cases import Case, pool
 from conformance.infer.space import Space, space_for
@@ -280,7 +280,7 @@ def infer(fn: Callable | str, measure: str | Measure, calling: str = "ranked", *
     while True:
         obs = call(t.case, m.cutoff)
         if not steps and obs.kind == "error":
-            raise InputError(f"{name} fails on a plain ranked list every convention scores: {obs.text}")
+            raise ConformanceError(f"{name} fails on a plain ranked list every convention scores: {obs.text}")
         alive = _over_space(t, obs, space, alive, tolerance)
         used.add(t.case.number)
         steps.append(Step(t.case, obs, int(alive.size)))

@@ -1,0 +1,31 @@
+"""The HTML page of ``conformance infer``: the answer, the consistent convention sets, the
+library entries that share them, and every case called with the candidates left after it, in
+check-paper's page style (``report.css``). It reads an ``Inferred`` and computes nothing new."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render_infer(result) -> str:
+    """The page of ``result`` (a ``conformance.infer.Inferred``), one self-contained document."""
+    from conformance.infer.search import _shown
+    from conformance.report.html import _render_page
+
+    table = result.table()
+    shown = [a for a in result.space.axes if any(r[a] != "any" for r in table)]
+    ctx: dict[str, Any] = {
+        "function": result.function, "measure": result.measure, "calling": result.space.signature,
+        "calls": result.calls, "stopped": result.stopped, "candidates": result.space.size,
+        "consistent": int(result.consistent.size), "axes": shown,
+        "any_axes": [a for a in result.space.axes if a not in shown],
+        "rows": [[", ".join(v) if isinstance(v, list) else v for v in (r[a] for a in shown)] for r in table],
+        "hidden": result.space.hidden,
+        "entries": sorted(result.entries.items()),
+        "steps": [{"n": i, "case": s.case.number, "kind": s.case.kind, "size": s.case.size,
+                   "observed": _shown(s.observed), "remaining": s.remaining, "purpose": s.purpose,
+                   "text": s.case.text()} for i, s in enumerate(result.steps, 1)],
+        "finding": None if result.finding is None else {
+            "observed": _shown(result.finding.observed), "text": result.finding.case.text()},
+    }
+    return _render_page("infer.html.j2", ctx)
