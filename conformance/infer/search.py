@@ -16,7 +16,8 @@ it still disagrees with every one.
 A value matches a candidate within ``tolerance`` (relative, and absolute below 1); a command's
 printed number within half a unit of its last printed decimal; NaN matches a NaN value, and a
 failure a candidate under which the reference refuses the case. A whole-run function that
-returns ``{qid: value}`` is matched query by query (a query it leaves out counts as NaN).
+returns ``{qid: value}`` is matched query by query (a query it leaves out counts as NaN; one
+in only the qrels or only the run is not compared).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def matches(table: CaseTable, obs: Observation, idx: np.ndarray, tolerance: floa
     if obs.kind == "per_query":
         ok = np.ones(idx.shape[0], bool)
         for q in table.case.queries:
+            if not (q.docs and q.labels):  # in one file only: no per-query value to compare
+                continue
             v = obs.per_query.get(q.qid, math.nan)
             one = Observation("nan") if math.isnan(v) else Observation("value", v)
             ok &= matches(table.query(q.qid), one, idx, tolerance)

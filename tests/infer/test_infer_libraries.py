@@ -1,0 +1,24 @@
+"""conformance.infer on the libraries' own functions, called live through the wrappers of
+tests/infer/library_wrappers.py: the inferred set must hold the entry's declared profile."""
+
+import pytest
+
+import library_wrappers as lw
+from conformance.infer import infer
+from conformance.measures import parse_measure
+from conformance.profiles import profile
+
+NDCG10 = parse_measure("nDCG@10")
+
+
+@pytest.mark.parametrize("fn, calling, entry, module", [
+    (lw.sklearn_ndcg, "arrays", "sklearn", "sklearn"),
+    (lw.pytrec_eval_ndcg, "run", "trec_eval", "pytrec_eval"),
+    (lw.ranx_ndcg, "run", "ranx", "ranx"),
+])
+def test_the_inferred_set_holds_the_declared_profile(fn, calling, entry, module):
+    pytest.importorskip(module)
+    found = infer(fn, NDCG10, calling)
+    assert found.calls <= 100
+    assert found.contains(NDCG10.conventions(profile(entry, NDCG10))), found.render()
+    assert entry in found.consistent_libraries
