@@ -18,6 +18,7 @@ Observation(kind='value', value=2.0, text='2', per_query=None)
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import math
 import os
@@ -64,14 +65,23 @@ class Observation:
 
 def load(target: str) -> Callable:
     """The function ``MODULE:FUNCTION`` names (a module importable from the current directory
-    too, as ``python -m`` would find it)."""
-    module, sep, name = target.partition(":")
+    too, as ``python -m`` would find it; or ``path/to/file.py:FUNCTION``)."""
+    module, sep, name = target.rpartition(":")
     if not sep or not module or not name:
         raise ConformanceError(f"{target!r}: expected MODULE:FUNCTION, such as mymetrics:ndcg_at_k")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        mod = importlib.import_module(module)
+        if module.endswith(".py"):
+            if not os.path.isfile(module):
+                raise ConformanceError(f"cannot import {module!r}: no such file")
+            spec = importlib.util.spec_from_file_location(os.path.basename(module)[:-3], module)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(module)
+    except ConformanceError:
+        raise
     except Exception as exc:  # the user's module: any failure to import is theirs
         raise ConformanceError(f"cannot import {module!r}: {type(exc).__name__}: {exc}") from None
     fn = mod
