@@ -11,8 +11,10 @@ query), six measures (the eval command's default):
   the same session (what a cluster job that is already up pays);
 - both print their means; the script checks they are equal to every digit (``repr``).
 
-Peak memory is the child's ``ru_maxrss`` from ``wait4``: the largest single process of its
-tree (the driver, the JVM, the Python workers), not their sum. Usage::
+Peak memory is read from ``/proc`` every 0.1 s over the child's whole process tree, by role:
+the driver (the child itself, whose exact peak ``wait4`` gives), the JVM, the largest Python
+worker, and the largest sum of the tree at one moment. (``wait4``'s ``ru_maxrss`` alone is
+the driver's: the JVM and its workers are not descendants the driver waits for.) Usage::
 
     python benchmarks/bench_spark.py                         # 200k and 2M rows, 2 and 8 partitions
     python benchmarks/bench_spark.py --queries 200,2000,20000 --partitions 2,4,8
@@ -25,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,21 +64,64 @@ print(json.dumps({"times": [took], "means": {m.text: repr(result.mean(m)[0]) for
 """
 
 
-def child(code: str, *args: str) -> tuple[dict, float, float]:
-    """(the child's JSON, wall seconds, peak RSS in MB of the largest process of its tree):
-    ``wait4`` gives the child's own rusage, whose ``ru_maxrss`` is the largest of it and the
-    descendants it waited for (the JVM, the Python workers)."""
+def _tree_rss(root: int) -> dict[str, int]:
+    """Resident kB of ``root``'s process tree now, by role: ``driver`` (root), ``jvm``,
+    ``worker`` (the largest other process) and ``sum``."""
+    parent, rss, name = {}, {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/status") as f:
+                kb = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+        except OSError:  # the process ended while read
+            continue
+        pid = int(entry)
+        parent[pid] = int(stat[stat.rindex(")") + 2:].split()[1])
+        rss[pid], name[pid] = kb, stat[stat.index("(") + 1:stat.rindex(")")]
+    tree, grew = {root}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in tree} - tree
+        tree |= more
+        grew = bool(more)
+    out = {"driver": rss.get(root, 0), "jvm": 0, "worker": 0, "sum": 0}
+    for pid in tree:
+        out["sum"] += rss.get(pid, 0)
+        if pid != root:
+            role = "jvm" if name.get(pid) == "java" else "worker"
+            out[role] = max(out[role], rss.get(pid, 0))
+    return out
+
+
+def child(code: str, *args: str) -> tuple[dict, float, dict[str, float]]:
+    """(the child's JSON, wall seconds, peak MB by role: driver, jvm, worker, sum)."""
     t = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    peaks = {"driver": 0, "jvm": 0, "worker": 0, "sum": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.1):
+            for role, kb in _tree_rss(proc.pid).items():
+                peaks[role] = max(peaks[role], kb)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     out = proc.stdout.read()
+    done.set()
+    sampler.join()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t
     if proc.returncode:
         raise SystemExit(f"the child failed (exit status {proc.returncode})")
-    return json.loads(out.strip().splitlines()[-1]), wall, usage.ru_maxrss / 1024
+    peaks["driver"] = max(peaks["driver"], usage.ru_maxrss)
+    peaks["sum"] = max(peaks["sum"], peaks["driver"])
+    return json.loads(out.strip().splitlines()[-1]), wall, {r: kb / 1024 for r, kb in peaks.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,18 +130,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", default="2,8", help="comma list of query partitions")
     p.add_argument("--master", default="local[2]")
     args = p.parse_args(argv)
-    print(f"{'rows':>11} {'engine':<16} {'first s':>8} {'again s':>8} {'peak MB':>8}  means equal")
+    print(f"{'rows':>11} {'engine':<12} {'first s':>8} {'again s':>8}  peak MB: {'driver':>6} "
+          f"{'JVM':>6} {'worker':>6} {'sum':>6}  means equal")
+
+    def peaks(mb: dict[str, float]) -> str:
+        return " ".join(f"{mb[r]:>6.0f}" for r in ("driver", "jvm", "worker", "sum"))
+
     for q in map(int, args.queries.split(",")):
         qrels, run = generate.ensure(q, 1000, 100)
-        local, wall, peak = child(LOCAL_CHILD, str(qrels), str(run), MEASURES)
-        print(f"{q * 1000:>11,} {'local':<16} {wall:>8.1f} {'':>8} {peak:>8.0f}", flush=True)
+        local, wall, mb = child(LOCAL_CHILD, str(qrels), str(run), MEASURES)
+        print(f"{q * 1000:>11,} {'local':<12} {wall:>8.1f} {'':>8}           {peaks(mb)}", flush=True)
         for parts in map(int, args.partitions.split(",")):
-            got, wall, peak = child(SPARK_CHILD, str(qrels), str(run), args.master, str(parts),
-                                    MEASURES)
+            got, wall, mb = child(SPARK_CHILD, str(qrels), str(run), args.master, str(parts),
+                                  MEASURES)
             first, again = got["times"]
             same = got["means"] == local["means"]
-            print(f"{q * 1000:>11,} {'spark P=' + str(parts):<16} {first:>8.1f} {again:>8.1f} "
-                  f"{peak:>8.0f}  {same}", flush=True)
+            print(f"{q * 1000:>11,} {'spark P=' + str(parts):<12} {first:>8.1f} {again:>8.1f}"
+                  f"           {peaks(mb)}  {same}", flush=True)
             if not same:
                 print(f"  local {local['means']}\n  spark {got['means']}")
                 return 1
