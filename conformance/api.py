@@ -257,6 +257,24 @@ class Evaluator:
         # what each evaluation computes from the qrels alone (the ideal's sort of the
         # judgments), kept for the next run over the same queries
         self._shared: dict = {}
+        self._prepare_judged_side()
+
+    def _prepare_judged_side(self) -> None:
+        """Fill ``_shared`` here, as pytrec_eval's constructor prepares its qrels, so that the
+        first run of a loop over the qrels' queries pays no more than the next: the qrels'
+        own pairs are evaluated as a run (distinct scores, no ties). Kept only when it
+        succeeds: whatever these conventions refuse is said by the real run's evaluation."""
+        from conformance import pipeline
+
+        if not self._judged:
+            return
+        warm = {q: dict(zip(docs, range(len(docs), 0, -1))) for q, docs in self._judged.items()}
+        try:
+            inputs = pipeline.join(self.qrels, warm, self._duplicates, judged=self._judged,
+                                   shared=self._shared, **self._how)
+            pipeline.evaluate_inputs(inputs, self.measures, self._convs)
+        except ConformanceError:
+            self._shared.clear()
 
     def evaluate(self, run: Any) -> Evaluated:
         """The measures of ``run`` (anything :func:`evaluate` takes) against the qrels."""

@@ -72,3 +72,31 @@ def test_the_evaluator_keeps_the_judged_side_only_for_the_same_queries():
         for run in runs + runs[::-1]:
             got, alone = ev.evaluate(run), conformance.evaluate(qrels, run, "nDCG@10,nDCG,AP,R@5", **over)
             assert got.per_query == alone.per_query and got.mean == alone.mean
+
+
+def test_the_evaluator_prepares_the_judged_side_when_it_is_made():
+    # as pytrec_eval's constructor prepares its qrels: the first run over the qrels' queries
+    # finds the judged side kept, and adds nothing to it; a run over other queries replaces it
+    qrels = {"q1": {"a": 2, "b": 0, "c": 1}, "q2": {"d": 1, "e": 3}}
+    ev = conformance.Evaluator(qrels, "nDCG@3,AP")
+    kept = dict(ev._shared)
+    assert len(kept) == 2 and kept["qids"].tolist() == ["q1", "q2"]  # the queries, one convention set
+    run = {"q1": {"a": 0.5, "c": 0.7, "x": 0.9}, "q2": {"e": 0.1, "d": 0.2}}
+    got = ev.evaluate(run)
+    assert ev._shared.keys() == kept.keys() and all(ev._shared[k] is kept[k] for k in kept)
+    # q1: x, c (label 1), a (label 2) -> DCG 1/log2(3) + 2/2; ideal 2, 1 -> 2 + 1/log2(3)
+    assert got.per_query["nDCG@3"]["q1"] == pytest.approx((1 / np.log2(3) + 1) / (2 + 1 / np.log2(3)))
+    assert got.mean == conformance.evaluate(qrels, run, "nDCG@3,AP").mean
+
+
+def test_an_evaluator_over_qrels_its_conventions_refuse_is_made_and_refuses_each_run():
+    # the preparation meets the refusal first; it keeps nothing and says nothing: each run's
+    # evaluation gives the error evaluate gives
+    qrels, run = {"q1": {"a": 1.5}}, {"q1": {"a": 1.0}}
+    ev = conformance.Evaluator(qrels, "nDCG@3", label_type="raise")
+    assert ev._shared == {}
+    with pytest.raises(conformance.ConformanceError) as got:
+        ev.evaluate(run)
+    with pytest.raises(conformance.ConformanceError) as alone:
+        conformance.evaluate(qrels, run, "nDCG@3", label_type="raise")
+    assert str(got.value) == str(alone.value)
