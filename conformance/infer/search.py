@@ -36,6 +36,7 @@ from conformance.infer.cases import Case, pool
 from conformance.infer.space import Space, space_for
 from conformance.infer.table import CaseTable
 from conformance.measures import Measure, parse_measure
+from conformance.paper.cover import table_lines
 
 BUDGET = 100  # calls of the function at most
 SAMPLE = 4000  # candidates a split is estimated on
@@ -194,20 +195,7 @@ class Inferred:
         n = int(self.consistent.size)
         lines.append(f"convention sets consistent with every case: {n:,} of {sp.size:,}")
         if n:
-            table = self.table()
-            shown = [a for a in sp.axes if any(r[a] != "any" for r in table)]
-            anys = [a for a in sp.axes if a not in shown]
-            if shown:
-                cells = [[", ".join(v) if isinstance(v, list) else v for v in (r[a] for a in shown)]
-                         for r in table[:max_rows]]
-                widths = [max(len(a), *(len(c[i]) for c in cells)) for i, a in enumerate(shown)]
-                lines.append("  " + "  ".join(a.ljust(w) for a, w in zip(shown, widths)).rstrip())
-                for c in cells:
-                    lines.append("  " + "  ".join(x.ljust(w) for x, w in zip(c, widths)).rstrip())
-                if len(table) > max_rows:
-                    lines.append(f"  ... {len(table) - max_rows} more rows (see --json)")
-            if anys:
-                lines.append(f"  any value works for: {', '.join(anys)}")
+            lines += table_lines(self.table(), sp.axes, max_rows)
         else:
             lines.append("  none")
         if sp.hidden:

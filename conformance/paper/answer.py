@@ -25,7 +25,7 @@ import numpy as np
 from conformance.conventions import AXES, Conventions, TREC_EVAL10, format_value
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
-from conformance.paper.cover import distance_to_default, cover, row_text
+from conformance.paper.cover import distance_to_default, cover, row_text, table_lines
 from conformance.paper.evidence import (NOT_NEEDED, TIE_ORDER, EntryCheck, EntryEvidence,
                                         gather_entries, judge_entries, ranged)
 from conformance.paper.reported import PerQueryFile, Reported, ReportedError
@@ -235,20 +235,7 @@ class PaperResult:
         lines.append(f"convention sets that reproduce {'every reported value' if len(self.reported) > 1 else 'it'}: "
                      f"{n_ok:,} of {n_all:,} combinations swept")
         if self.rows:
-            table = self.consistent_conventions
-            shown_axes = [a for a in self.axes if any(row[a] != "any" for row in table)]
-            anys = [a for a in self.axes if a not in shown_axes]
-            if shown_axes:
-                cells = [[", ".join(v) if isinstance(v, list) else v for v in (row[a] for a in shown_axes)]
-                         for row in table[:max_rows]]
-                widths = [max(len(a), *(len(c[i]) for c in cells)) for i, a in enumerate(shown_axes)]
-                lines.append("  " + "  ".join(a.ljust(w) for a, w in zip(shown_axes, widths)).rstrip())
-                for c in cells:
-                    lines.append("  " + "  ".join(x.ljust(w) for x, w in zip(c, widths)).rstrip())
-                if len(table) > max_rows:
-                    lines.append(f"  ... {len(table) - max_rows} more rows (see --json)")
-            if anys:
-                lines.append(f"  any value works for: {', '.join(anys)}")
+            lines += table_lines(self.consistent_conventions, self.axes, max_rows)
             others = [a for a in ("gain", "discount", "ideal", "ties", "relevance_threshold", "depth")
                       if a not in self.axes]
             if others:

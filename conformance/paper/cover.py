@@ -77,3 +77,23 @@ def row_text(row: dict, axes: list[str], domains: list[tuple]) -> dict[str, Any]
         else:
             out[a] = [format_value(domains[ax][i]) for i in s]
     return out
+
+
+def table_lines(table: list[dict[str, Any]], axes: Sequence[str], max_rows: int) -> list[str]:
+    """The rows of a cover (``row_text``'s) as aligned text: a column for each axis some row
+    restricts, then the axes every value of which works (``any`` in every row)."""
+    shown = [a for a in axes if any(row[a] != "any" for row in table)]
+    anys = [a for a in axes if a not in shown]
+    lines = []
+    if shown:
+        cells = [[", ".join(v) if isinstance(v, list) else v for v in (row[a] for a in shown)]
+                 for row in table[:max_rows]]
+        widths = [max(len(a), *(len(c[i]) for c in cells)) for i, a in enumerate(shown)]
+        lines.append("  " + "  ".join(a.ljust(w) for a, w in zip(shown, widths)).rstrip())
+        for c in cells:
+            lines.append("  " + "  ".join(x.ljust(w) for x, w in zip(c, widths)).rstrip())
+        if len(table) > max_rows:
+            lines.append(f"  ... {len(table) - max_rows} more rows (see --json)")
+    if anys:
+        lines.append(f"  any value works for: {', '.join(anys)}")
+    return lines

@@ -644,6 +644,21 @@ def long_minimum(cases: int) -> int:
     return max(1, cases // 10)
 
 
+def _print_tallies(tag: str, e: Entry, cases: int, tallies: dict[str, Tally]) -> None:
+    """The summary a long run's log gives: per family, what was compared."""
+    print(f"\n{tag} {e.name}: {cases} cases; by family (value comparisons, "
+          "no query to compare, both refusing by kind, known failures):")
+    for spec, t in sorted(tallies.items()):
+        print(f"{tag} {e.name} | {spec} | {t.text()}")
+
+
+def _hold_to_long_minimum(e: Entry, tallies: dict[str, Tally]) -> None:
+    problems = [p for spec, t in sorted(tallies.items())
+                for p in check_tally(e, spec, t, long_minimum(t.cases))]
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
 @pytest.mark.skipif(not FUZZ, reason="long fuzz: set CONFORMANCE_FUZZ=N (cases per entry)")
 @pytest.mark.parametrize("e", [e for e in ENTRIES if e.library not in BATCHED],
                          ids=[e.name for e in ENTRIES if e.library not in BATCHED])
@@ -683,14 +698,8 @@ def test_fuzz_entry(e: Entry) -> None:
     try:
         check()
     finally:
-        print(f"\nFUZZ {e.name}: {counts['cases']} cases; by family (value comparisons, "
-              "no query to compare, both refusing by kind, known failures):")
-        for spec, t in sorted(tallies.items()):
-            print(f"FUZZ {e.name} | {spec} | {t.text()}")
-    problems = [p for spec, t in sorted(tallies.items())
-                for p in check_tally(e, spec, t, long_minimum(t.cases))]
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+        _print_tallies("FUZZ", e, counts["cases"], tallies)
+    _hold_to_long_minimum(e, tallies)
 
 
 # The batched check: per entry of a BATCHED library, BATCHES batches of BATCH cases each, every
@@ -734,14 +743,8 @@ def test_batched_entry(e: Entry) -> None:
     try:
         check()
     finally:
-        print(f"\nBATCHED {e.name}: {counts['cases']} cases; by family (value comparisons, "
-              "no query to compare, both refusing by kind, known failures):")
-        for spec, t in sorted(tallies.items()):
-            print(f"BATCHED {e.name} | {spec} | {t.text()}")
-    problems = [p for spec, t in sorted(tallies.items())
-                for p in check_tally(e, spec, t, long_minimum(t.cases))]
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
+        _print_tallies("BATCHED", e, counts["cases"], tallies)
+    _hold_to_long_minimum(e, tallies)
 
 
 def test_groups_cover_every_available_entry() -> None:
