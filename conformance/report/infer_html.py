@@ -21,7 +21,9 @@ def render_infer(result) -> str:
         "any_axes": [a for a in result.space.axes if a not in shown],
         "rows": [[", ".join(v) if isinstance(v, list) else v for v in (r[a] for a in shown)] for r in table],
         "hidden": result.space.hidden,
-        "entries": sorted(result.entries.items()),
+        # an entry whose profile holds a value the space does not sweep is not compared
+        "entries": [(name, v if v in ("yes", "no") else f"not comparable: outside the space ({v})")
+                    for name, v in sorted(result.entries.items())],
         "steps": [{"n": i, "case": s.case.number, "kind": s.case.kind, "size": s.case.size,
                    "observed": _shown(s.observed), "remaining": s.remaining, "purpose": s.purpose,
                    "text": s.case.text()} for i, s in enumerate(result.steps, 1)],
