@@ -559,7 +559,7 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("conformance", "numpy", "pyarrow", "pytrec-eval-terrier", "ir-measures", "ranx", "numba"):
+    for pkg in ("ranking-conformance", "numpy", "pyarrow", "pytrec-eval-terrier", "ir-measures", "ranx", "numba"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
