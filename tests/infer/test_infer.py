@@ -1,4 +1,4 @@
-"""conformance.infer on metric functions written for the tests (tests/infer/metrics_under_test.py):
+"""conformance.infer on metric functions written for the tests (tests/support/metrics_under_test.py):
 each follows known conventions, stated by hand below, or has a bug no convention explains."""
 
 import math

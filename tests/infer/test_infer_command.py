@@ -6,10 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
+# the metric functions written for the tests (tests/support, on the tests' path)
+SUPPORT = Path(__file__).parents[1] / "support"
 
 
-def _infer(*args, cwd=HERE):
+def _infer(*args, cwd=SUPPORT):
     return subprocess.run([sys.executable, "-m", "conformance.cli", "infer", *args], cwd=str(cwd),
                           capture_output=True, text=True, timeout=600)
 
@@ -20,7 +21,7 @@ def test_bad_targets_are_one_line_and_exit_2(tmp_path):
                           ("metrics_under_test:no_such", "has no 'no_such'"),
                           ("two:f", "cannot be called with three arguments"),
                           ("nocolon", "expected MODULE:FUNCTION")]:
-        done = _infer(target, "--measure", "nDCG@10", cwd=tmp_path if target.startswith("two") else HERE)
+        done = _infer(target, "--measure", "nDCG@10", cwd=tmp_path if target.startswith("two") else SUPPORT)
         assert done.returncode == 2, (target, done.stderr)
         assert "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr

@@ -1,5 +1,5 @@
 """conformance.infer on the libraries' own functions, called live through the wrappers of
-tests/infer/library_wrappers.py: the inferred set must hold the entry's declared profile."""
+tests/support/library_wrappers.py: the inferred set must hold the entry's declared profile."""
 
 import pytest
 
