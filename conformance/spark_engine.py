@@ -69,7 +69,9 @@ def spark_session(master: str | None = None):
     try:
         from pyspark.sql import SparkSession
     except ModuleNotFoundError as exc:
-        raise ConformanceError('the Spark engine needs pyspark: pip install "conformance[spark]" '
+        from conformance.distribution import pip_command
+
+        raise ConformanceError(f"the Spark engine needs pyspark: {pip_command('spark')} "
                                "(and Java 17 or later)") from exc
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
