@@ -48,3 +48,11 @@ def test_no_test_skips_a_missing_library_silently():
                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if "importorskip(" in line]
     assert offenders == [], offenders
+
+
+def test_the_tests_have_one_conftest():
+    # pytest imports every conftest.py as the module ``conftest``: a second one takes that name
+    # for the whole run, and ``from conftest import ...`` in a test reads whichever came last
+    # (under xdist, test_differential found tests/infer's). Helpers for tests live in
+    # tests/support, which the root conftest puts on the path.
+    assert sorted(p.relative_to(ROOT).as_posix() for p in TESTS.rglob("conftest.py")) == ["tests/conftest.py"]
