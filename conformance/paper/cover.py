@@ -79,15 +79,23 @@ def row_text(row: dict, axes: list[str], domains: list[tuple]) -> dict[str, Any]
     return out
 
 
+def table_columns(table: list[dict[str, Any]], axes: Sequence[str]) -> tuple[list[str], list[str], list[list[str]]]:
+    """The columns a cover's rows (``row_text``'s) are shown in: the axes some row restricts,
+    the axes every value of which works (``any`` in every row), and each row's cells."""
+    shown = [a for a in axes if any(row[a] != "any" for row in table)]
+    anys = [a for a in axes if a not in shown]
+    cells = [[", ".join(v) if isinstance(v, list) else v for v in (row[a] for a in shown)]
+             for row in table]
+    return shown, anys, cells
+
+
 def table_lines(table: list[dict[str, Any]], axes: Sequence[str], max_rows: int) -> list[str]:
     """The rows of a cover (``row_text``'s) as aligned text: a column for each axis some row
     restricts, then the axes every value of which works (``any`` in every row)."""
-    shown = [a for a in axes if any(row[a] != "any" for row in table)]
-    anys = [a for a in axes if a not in shown]
+    shown, anys, cells = table_columns(table, axes)
+    cells = cells[:max_rows]
     lines = []
     if shown:
-        cells = [[", ".join(v) if isinstance(v, list) else v for v in (row[a] for a in shown)]
-                 for row in table[:max_rows]]
         widths = [max(len(a), *(len(c[i]) for c in cells)) for i, a in enumerate(shown)]
         lines.append("  " + "  ".join(a.ljust(w) for a, w in zip(shown, widths)).rstrip())
         for c in cells:

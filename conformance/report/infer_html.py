@@ -10,16 +10,14 @@ from typing import Any
 def render_infer(result) -> str:
     """The page of ``result`` (a ``conformance.infer.Inferred``), one self-contained document."""
     from conformance.infer.search import _shown
+    from conformance.paper.cover import table_columns
     from conformance.report.html import _render_page
 
-    table = result.table()
-    shown = [a for a in result.space.axes if any(r[a] != "any" for r in table)]
+    shown, anys, rows = table_columns(result.table(), result.space.axes)
     ctx: dict[str, Any] = {
         "function": result.function, "measure": result.measure, "calling": result.space.signature,
         "calls": result.calls, "stopped": result.stopped, "candidates": result.space.size,
-        "consistent": int(result.consistent.size), "axes": shown,
-        "any_axes": [a for a in result.space.axes if a not in shown],
-        "rows": [[", ".join(v) if isinstance(v, list) else v for v in (r[a] for a in shown)] for r in table],
+        "consistent": int(result.consistent.size), "axes": shown, "any_axes": anys, "rows": rows,
         "hidden": result.space.hidden,
         # an entry whose profile holds a value the space does not sweep is not compared
         "entries": [(name, v if v in ("yes", "no") else f"not comparable: outside the space ({v})")
