@@ -26,7 +26,7 @@ def assert_conforms(fn: Callable | str, measure: str, profile: str = "trec_eval"
     axis=value) on ``measure`` on every case of the pool; ``calling`` as ``conformance.infer``.
     Only the axes the calling convention shows are held to the profile."""
     from conformance.infer.callers import caller
-    from conformance.infer.search import TOLERANCE, _tables, matches
+    from conformance.infer.search import TOLERANCE, matches, pool_tables
     from conformance.infer.space import space_for
     from conformance.measures import parse_measure
     from conformance.profiles import profile as profile_of
@@ -41,20 +41,18 @@ def assert_conforms(fn: Callable | str, measure: str, profile: str = "trec_eval"
     target = space.unravel(np.array([cell]))
     call = caller(fn, calling)
     tol = TOLERANCE if tolerance is None else tolerance
-    tables = sorted(_tables(m, calling, seed), key=lambda t: (t.case.size, t.case.number))
+    tables = sorted(pool_tables(m, calling, seed), key=lambda t: (t.case.size, t.case.number))
     for t in tables:  # smallest first: the first disagreement is the smallest
         obs = call(t.case, m.cutoff)
         if matches(t, obs, target, tol)[0]:
             continue
-        from conformance.infer.search import _shown
-
         lo, hi, err = t.values(target)
         expected = ("fails" if err[0] else "NaN" if np.isnan(lo[0]) else
                     f"{lo[0]:.6g}" if lo[0] == hi[0] else f"{lo[0]:.6g}..{hi[0]:.6g}")
         raise AssertionError(
             f"{getattr(fn, '__qualname__', fn)} is not {profile}'s {m.text}"
             + (f" with {', '.join(f'{a}={format_value(v)}' for a, v in overrides.items())}" if overrides else "")
-            + f": on case {t.case.number} ({t.case.kind}) it gives {_shown(obs)}, the profile gives "
+            + f": on case {t.case.number} ({t.case.kind}) it gives {obs.shown()}, the profile gives "
             f"{expected}; {_broken(t, obs, space, target[0], tol)}\n{t.case.text()}")
 
 

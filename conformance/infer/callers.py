@@ -57,6 +57,15 @@ class Observation:
             out["per_query"] = {q: (None if math.isnan(v) else v) for q, v in sorted(self.per_query.items())}
         return out
 
+    def shown(self) -> str:
+        """How a verdict prints what the function did: the number as printed (or to six
+        significant digits), the per-query values, NaN, or the failure."""
+        if self.kind == "value":
+            return self.text if self.digits is not None else f"{self.value:.6g}"
+        if self.kind == "per_query":
+            return "{" + ", ".join(f"{q}: {v:.6g}" for q, v in sorted(self.per_query.items())) + "}"
+        return "NaN" if self.kind == "nan" else f"fails ({self.text})"
+
     def __repr__(self) -> str:  # the digits only when printed
         extra = f", digits={self.digits}" if self.digits is not None else ""
         return (f"Observation(kind={self.kind!r}, value={self.value!r}, text={self.text!r}, "

@@ -45,7 +45,7 @@ TOLERANCE = 1e-9
 
 
 @functools.lru_cache(maxsize=8)
-def _tables(measure: Measure, signature: str, seed: int) -> tuple[CaseTable, ...]:
+def pool_tables(measure: Measure, signature: str, seed: int) -> tuple[CaseTable, ...]:
     """The pool's cases with their reference tables, once per process for a (measure,
     calling convention, seed): every function inferred for it shares them."""
     space = space_for(measure, signature)
@@ -189,7 +189,7 @@ class Inferred:
         lines.append("cases")
         for i, s in enumerate(self.steps, 1):
             lines.append(f"  {i:>3}. case {s.case.number} ({s.case.kind}, {s.case.size} documents): "
-                         f"{_shown(s.observed)} -> {s.remaining:,} left"
+                         f"{s.observed.shown()} -> {s.remaining:,} left"
                          + (" [shrinking the finding]" if s.purpose == "finding" else ""))
         lines.append("")
         n = int(self.consistent.size)
@@ -213,18 +213,10 @@ class Inferred:
         if self.finding is not None:
             f = self.finding
             lines.append("")
-            lines.append(f"finding: on this case the function gives {_shown(f.observed)}, which no "
+            lines.append(f"finding: on this case the function gives {f.observed.shown()}, which no "
                          "convention set gives:")
             lines.extend("  " + t for t in f.case.text().splitlines())
         return "\n".join(lines) + "\n"
-
-
-def _shown(o: Observation) -> str:
-    if o.kind == "value":
-        return o.text if o.digits is not None else f"{o.value:.6g}"
-    if o.kind == "per_query":
-        return "{" + ", ".join(f"{q}: {v:.6g}" for q, v in sorted(o.per_query.items())) + "}"
-    return "NaN" if o.kind == "nan" else f"fails ({o.text})"
 
 
 def _entries(space: Space, consistent: Inferred) -> dict[str, str]:
@@ -261,7 +253,7 @@ def infer(fn: Callable | str, measure: str | Measure, calling: str = "ranked", *
     space = space_for(m, calling)
     call = caller(fn, calling)
     name = fn if isinstance(fn, str) else f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', fn)}"
-    tables = list(_tables(m, calling, seed))
+    tables = list(pool_tables(m, calling, seed))
     rng = np.random.default_rng(seed)
     steps: list[Step] = []
     used: set[int] = set()

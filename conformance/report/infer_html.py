@@ -9,7 +9,6 @@ from typing import Any
 
 def render_infer(result) -> str:
     """The page of ``result`` (a ``conformance.infer.Inferred``), one self-contained document."""
-    from conformance.infer.search import _shown
     from conformance.paper.cover import table_columns
     from conformance.report.html import _render_page
 
@@ -23,9 +22,9 @@ def render_infer(result) -> str:
         "entries": [(name, v if v in ("yes", "no") else f"not comparable: outside the space ({v})")
                     for name, v in sorted(result.entries.items())],
         "steps": [{"n": i, "case": s.case.number, "kind": s.case.kind, "size": s.case.size,
-                   "observed": _shown(s.observed), "remaining": s.remaining, "purpose": s.purpose,
+                   "observed": s.observed.shown(), "remaining": s.remaining, "purpose": s.purpose,
                    "text": s.case.text()} for i, s in enumerate(result.steps, 1)],
         "finding": None if result.finding is None else {
-            "observed": _shown(result.finding.observed), "text": result.finding.case.text()},
+            "observed": result.finding.observed.shown(), "text": result.finding.case.text()},
     }
     return _render_page("infer.html.j2", ctx)
