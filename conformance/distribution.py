@@ -77,6 +77,27 @@ def extras() -> frozenset[str]:
     return frozenset(normal_name(x) for x in declared)
 
 
+@lru_cache(maxsize=1)
+def core_requirements() -> tuple[str, ...]:
+    """The package's own requirements (``[project] dependencies``: no extra's), as declared:
+    what a side environment (``conformance.environments``) installs beside its library so that
+    the package imports there."""
+    root = checkout()
+    if root is not None:
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: the installed metadata says the same
+            tomllib = None
+        if tomllib is not None:
+            project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+            return tuple(project.get("dependencies", []))
+    try:
+        declared = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    return tuple(r for r in declared if "extra ==" not in r.replace("extra==", "extra =="))
+
+
 def pip_command(extra: str, distribution: str | None = None) -> str:
     """The command that adds ``extra`` of this package (see the module docstring); a name the
     package declares no extra for is installed as ``distribution``, its library's own."""

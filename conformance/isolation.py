@@ -50,8 +50,10 @@ polls its parent's pid instead (which a native call holding the GIL can delay). 
 worker is closed cleanly: its stdin closes, it leaves its loop, and one still alive after
 ``CLOSE_GRACE`` seconds is killed; workers are closed together, so that costs the grace once.
 
-Children start with this process's ``sys.path`` as ``PYTHONPATH`` (they find the package and a
-test's own modules), in a session of their own (a time-out kills the child's process group,
+Children start with this process's interpreter and its ``sys.path`` as ``PYTHONPATH`` (they find
+the package and a test's own modules), unless the worker was asked for with another interpreter
+and path (``worker(key, python=..., path=...)``: a library installed in an environment of its
+own, ``conformance.environments``), in a session of their own (a time-out kills the child's process group,
 never ours, and a terminal's Ctrl-C reaches only this process, which stops them). A child's
 stdout is its reply channel only: what a library prints, C-level included, goes to stderr,
 which is discarded unless ``CONFORMANCE_DEBUG=1``.
@@ -240,12 +242,13 @@ def kill_all() -> None:
             pass
 
 
-def _start(key: str | None) -> subprocess.Popen:
+def _start(key: str | None, python: str | None = None,
+           path: tuple[str, ...] | None = None) -> subprocess.Popen:
     env = dict(os.environ)
-    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    paths = [p for p in sys.path if p and os.path.isdir(p)] if path is None else list(path)
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     debug = os.environ.get("CONFORMANCE_DEBUG") == "1"
-    argv = [sys.executable, "-c",
+    argv = [python or sys.executable, "-c",
             "import sys; from conformance.isolation import _serve; _serve(sys.argv[1], int(sys.argv[2]))",
             key if key is not None else "", str(os.getpid())]
     proc = _in_long_lived_thread(lambda: subprocess.Popen(
@@ -287,8 +290,10 @@ def _close_pipes(proc: subprocess.Popen) -> None:
 class Worker:
     """One child process serving calls for ``key``, one at a time (see the module docstring)."""
 
-    def __init__(self, key: str | None) -> None:
+    def __init__(self, key: str | None, python: str | None = None,
+                 path: tuple[str, ...] | None = None) -> None:
         self.key = key
+        self.python, self.path = python, path  # the child's interpreter and PYTHONPATH
         self.proc: subprocess.Popen | None = None
         self._calls = threading.Lock()  # one request at a time
         self._state = threading.Lock()  # self.proc changes: start, kill
@@ -312,7 +317,7 @@ class Worker:
                 if self.proc is not None and self.proc.poll() is not None:
                     self._discard(self.proc)  # it died between calls
                 if self.proc is None:
-                    self.proc = _start(self.key)
+                    self.proc = _start(self.key, self.python, self.path)
                     self._held = None
                 proc = self.proc
             ident = stop._enter(lambda: self._kill(proc)) if stop is not None else 0
@@ -430,12 +435,18 @@ _WORKERS: dict[str, Worker] = {}
 _WORKERS_LOCK = threading.Lock()
 
 
-def worker(key: str) -> Worker:
-    """The persistent worker for ``key`` (its process starts at its first call)."""
+def worker(key: str, python: str | None = None, path: tuple[str, ...] | None = None) -> Worker:
+    """The persistent worker for ``key`` (its process starts at its first call). ``python`` and
+    ``path``: the interpreter the child runs and its whole ``PYTHONPATH`` (default: this
+    process's interpreter and ``sys.path``); a key is served by one interpreter, so asking for
+    a key's worker with another one is a bug (ValueError)."""
     with _WORKERS_LOCK:
         if key not in _WORKERS:
-            _WORKERS[key] = Worker(key)
-        return _WORKERS[key]
+            _WORKERS[key] = Worker(key, python, path)
+        w = _WORKERS[key]
+    if (w.python, w.path) != (python, path):
+        raise ValueError(f"worker {key!r} runs {w.python or sys.executable}, not {python}")
+    return w
 
 
 @atexit.register
@@ -483,6 +494,26 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+class _Unpickler(pickle.Unpickler):
+    """Requests as this child's libraries read them: a worker on a side environment's
+    interpreter may hold numpy 1 where the parent holds numpy 2, whose pickles name its arrays'
+    module ``numpy._core`` (numpy 1's ``numpy.core``); numpy 2 reads numpy 1's replies itself."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return super().find_class(module, name)
+        except ModuleNotFoundError:
+            if module == "numpy._core" or module.startswith("numpy._core."):
+                return super().find_class("numpy.core" + module[len("numpy._core"):], name)
+            raise
+
+
+def _loads(data: bytes) -> Any:
+    import io
+
+    return _Unpickler(io.BytesIO(data)).load()
+
+
 def _serve(key: str, parent: int) -> None:
     """A child's main loop: length-prefixed pickled requests on stdin, pickled replies on the
     original stdout; ends at EOF."""
@@ -501,9 +532,9 @@ def _serve(key: str, parent: int) -> None:
             return
         body = requests.read(int.from_bytes(head, "little"))
         try:
-            fn, args, token, blob = pickle.loads(body)
+            fn, args, token, blob = _loads(body)
             if blob is not None:
-                held_token, held = token, pickle.loads(blob)
+                held_token, held = token, _loads(blob)
             if token is not None and token != held_token:
                 raise RuntimeError("isolation protocol: the payload was not sent")
             reply = ("ok", fn(*(held if token is not None else ()), *args))

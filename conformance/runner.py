@@ -44,7 +44,7 @@ from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.errors import stable_error
 from conformance.explain import Comparison, Reference, compare
-from conformance.libs.base import Entry, ImportStatus, LibraryValues, longest_list
+from conformance.libs.base import Entry, ImportStatus, LibraryValues, longest_list, status_in_worker
 from conformance.measures import Measure
 from conformance.reference.prepare import Prepared
 
@@ -405,21 +405,13 @@ class IsolatedEntry:
         """Asked of the worker (once): the library is imported there, never here, and an import
         that kills its process or hangs makes the library unavailable rather than the run."""
         if self._status is None:
-            try:
-                self._status = isolation.worker(self.worker_key).call(
-                    self.inner.import_status, timeout=self.timeout)
-            except isolation.Fault as fault:
-                if fault.kind == "stopped":
-                    raise  # not an answer (the run is stopping): nothing is remembered
-                self._status = (ImportStatus("import_crashed", fault.how) if fault.kind == "died"
-                                else ImportStatus("import_timed_out", f"{fault.seconds:g}"))
-            except isolation.Raised as exc:  # the entry's own import_status raised
-                self._status = ImportStatus("import_failed", exc.text)
+            # a stop is not an answer (the run is stopping): it propagates, nothing remembered
+            self._status = status_in_worker(self.inner, self.timeout)
         return self._status
 
     def evaluate(self, qrels, run, measures):
         try:
-            value = isolation.worker(self.worker_key).call(
+            value = self.inner.worker().call(
                 self.inner.evaluate, list(measures), payload=_case_payload(qrels, run),
                 timeout=self.timeout)
         except isolation.Fault as fault:

@@ -11,6 +11,9 @@ if python -m pip show conformance 2>/dev/null | grep -q "^Summary: Ranking metri
 fi
 python -m pip install -q --disable-pip-version-check torch==2.13.0
 python -m pip install -q --disable-pip-version-check -e ".[everything,test]"
+# The libraries that cannot be installed beside the others, each in an environment of its own
+# (conformance.environments: what each installs; idempotent, so a ready one costs nothing)
+conformance env create --all
 # The HTML report's tests drive a real headless Chromium through playwright. Chromium comes from
 # the system packages; `playwright install` is not used (it downloads its own browser), and the
 # tests launch /usr/bin/chromium (CONFORMANCE_CHROMIUM overrides the path).

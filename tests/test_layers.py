@@ -23,7 +23,7 @@ PACKAGE = ROOT / "conformance"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("vocabulary", ("conformance.errors", "conformance.conventions", "conformance.measures",
                     "conformance.parallel", "conformance.isolation", "conformance.outputs",
-                    "conformance.distribution")),
+                    "conformance.distribution", "conformance.environments")),
     ("io", ("conformance.io",)),
     ("reference", ("conformance.reference",)),
     ("libs", ("conformance.libs",)),

@@ -64,10 +64,25 @@ def test_everything_holds_every_peer_of_every_extra():
 def test_every_entry_is_installed_by_its_extra_and_by_everything():
     names = {_requirement_name(r) for r in EXTRAS["everything"]}
     for e in all_entries():
+        if e.environment is not None:  # installed apart: the next test
+            continue
         extra = D.normal_name(e.extra or e.library)
         assert extra in EXTRAS, (e.name, extra)
         assert D.normal_name(e.distribution) in {_requirement_name(r) for r in EXTRAS[extra]}, e.name
         assert D.normal_name(e.distribution) in names, e.name
+
+
+def test_an_entry_installed_apart_is_installed_by_its_environment_and_no_extra():
+    from conformance.environments import ENVIRONMENTS
+
+    apart = [e for e in all_entries() if e.environment is not None]
+    peers = {_requirement_name(r) for name, rs in EXTRAS.items() if name != "test" for r in rs}
+    for e in apart:
+        env = ENVIRONMENTS[e.environment]
+        assert D.normal_name(e.distribution) in {_requirement_name(r) for r in env.requirements}
+        # beside the others it cannot be installed: no extra may pull it into this environment
+        assert D.normal_name(e.distribution) not in peers, e.name
+        assert e.install_command() == f"conformance env create {env.name}"
 
 
 def test_hints_from_a_checkout_name_the_editable_install():

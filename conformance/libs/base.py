@@ -12,6 +12,13 @@ is called from; a call that only some input makes unsafe goes through ``isolatio
 alone=...)`` in the adapter. A library's failure in another process comes back as its
 ``"Type: message"`` text (``error_text``), exactly as in this one.
 
+An entry whose library cannot be installed beside the others declares the side environment it
+is installed in (``environment = "rectools"``, a name of ``conformance.environments``): its
+worker's interpreter is that environment's python, and ``import_status`` and ``evaluate`` run
+there wherever they are called from, so the library is never imported in this process;
+``version`` reads the environment's metadata. While the environment is not ready the entry is
+``not_created``, with the command that makes it.
+
 Whether an entry can be used is an :class:`ImportStatus`: available, not installed (with the
 pip command that adds it), or failed to import (the error); ``conformance.runner`` asks it of
 the entry's worker and adds the two outcomes only another process can see: the import crashed
@@ -57,6 +64,8 @@ class ImportStatus:
 
     - ``available``: it imported;
     - ``not_installed``: no such module; ``detail`` is the pip command that adds it;
+    - ``not_created``: the entry's side environment is not ready (``conformance.environments``);
+      ``detail`` is the command that makes it;
     - ``import_failed``: it raised while importing; ``detail`` is ``"Type: message"``;
     - ``import_crashed``: the import killed its process; ``detail`` says how
       (``killed by signal SIGSEGV``);
@@ -75,6 +84,7 @@ class ImportStatus:
         return {
             "available": "available",
             "not_installed": f"not installed ({self.detail} adds it)",
+            "not_created": f"its environment is not created ({self.detail} creates it)",
             "import_failed": f"failed to import: {self.detail}",
             "import_crashed": f"crashed while importing ({self.detail})",
             "import_timed_out": f"timed out while importing (no answer within {self.detail} s)",
@@ -152,6 +162,9 @@ class Entry:
     # True: the library keeps process-global state that differs between entries, so Entry's
     # evaluate runs in a worker process serving this entry alone (see the module docstring)
     own_process: bool = False
+    # The side environment (conformance.environments) the library is installed in, or None: this
+    # one. Its calls then run in its worker, on that environment's python (module docstring)
+    environment: str | None = None
     # What ``known_failure`` refuses, declared beside it and checked, not trusted: the
     # differential tests ask the library anyway on a sample of the refused cases and require
     # what is declared here.
@@ -174,12 +187,45 @@ class Entry:
         library, so it is imported once, unless ``own_process``)."""
         return self.name if self.own_process else (self.library or self.name)
 
+    def worker(self) -> isolation.Worker:
+        """The worker process this entry's calls run in (``worker_key``), on its side
+        environment's python when it has one."""
+        if self.environment is None:
+            return isolation.worker(self.worker_key)
+        from conformance import environments
+
+        python, path = environments.interpreter(self.environment)
+        return isolation.worker(self.worker_key, python, path)
+
+    def _elsewhere(self) -> bool:
+        """Whether this entry's calls must go to its worker from this process."""
+        return ((self.own_process or self.environment is not None)
+                and not isolation.serves(self.worker_key))
+
+    def environment_status(self) -> ImportStatus | None:
+        """``not_created`` while the entry's side environment is not ready, with the command
+        that makes it; None when it is ready or the entry has none."""
+        if self.environment is None:
+            return None
+        from conformance import environments
+
+        env = environments.environment(self.environment)
+        return None if env.state() == "ready" else ImportStatus("not_created", env.create_command())
+
     def install_command(self) -> str:
-        """The pip command that adds this entry's library (its extra of the package)."""
+        """The command that adds this entry's library: its extra of the package, or the one
+        that makes its side environment."""
+        if self.environment is not None:
+            from conformance import environments
+
+            return environments.environment(self.environment).create_command()
         return install_command(self.extra or self.library or self.name, self.distribution)
 
     def import_status(self) -> ImportStatus:
-        """Import the library in this process and say how that went."""
+        """Import the library in this process and say how that went (an entry with a side
+        environment: in its worker, ``status_in_worker``)."""
+        if self.environment is not None and not isolation.serves(self.worker_key):
+            return status_in_worker(self)
         try:
             importlib.import_module(self.module)
         except ModuleNotFoundError as exc:
@@ -195,6 +241,11 @@ class Entry:
         return self.import_status().available
 
     def version(self) -> str | None:
+        if self.environment is not None and not isolation.serves(self.worker_key):
+            from conformance import environments
+
+            return environments.version(environments.environment(self.environment),
+                                        self.distribution)
         try:
             return importlib.metadata.version(self.distribution)
         except importlib.metadata.PackageNotFoundError:
@@ -293,10 +344,13 @@ class Entry:
         """Call the library for each supported measure. A library exception is recorded as the
         measure's ``error`` (its type and text), never raised. With ``own_process``, in the
         entry's own worker process."""
-        if self.own_process and not isolation.serves(self.worker_key):
+        if self._elsewhere():
+            missing = self.environment_status()
+            if missing is not None:
+                return {m: LibraryValues(error=f"{self.name}: {missing.describe()}")
+                        for m in measures}
             try:
-                return isolation.worker(self.worker_key).call(self.evaluate, qrels, run,
-                                                              list(measures))
+                return self.worker().call(self.evaluate, qrels, run, list(measures))
             except isolation.Fault as fault:
                 error = f"{self.library or self.name} worker process {fault}"
             except isolation.Raised as exc:
@@ -319,6 +373,24 @@ class Entry:
         wanted = [m for m in measures if self.supports(m)]
         return wanted, {m: LibraryValues(error=f"{self.name} does not compute {m.text}")
                         for m in measures if m not in wanted}
+
+
+def status_in_worker(entry: Entry, timeout: float | None = None) -> ImportStatus:
+    """``entry.import_status()`` asked of its worker (``Entry.worker``), after its side
+    environment's state: the import that kills the worker or does not answer within
+    ``timeout`` seconds is an answer too. A stop (``isolation.Stop``) is not: it propagates."""
+    missing = entry.environment_status()
+    if missing is not None:
+        return missing
+    try:
+        return entry.worker().call(entry.import_status, timeout=timeout)
+    except isolation.Fault as fault:
+        if fault.kind == "stopped":
+            raise
+        return (ImportStatus("import_crashed", fault.how) if fault.kind == "died"
+                else ImportStatus("import_timed_out", f"{fault.seconds:g}"))
+    except isolation.Raised as exc:  # the entry's own import_status raised
+        return ImportStatus("import_failed", exc.text)
 
 
 def ask_library(entry: Entry, qrels: Qrels, run: Run,

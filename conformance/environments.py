@@ -1,0 +1,212 @@
+"""Side environments: a library that cannot be installed beside the others gets a virtual
+environment of its own, and its entries run there, in their isolation worker.
+
+A library whose newest release pins what the other entries cannot share (RecTools 0.19.0:
+numpy<2 and pandas<3, where the rest need numpy 2 and pandas 3) is not dropped: it is installed
+into an environment of its own, and an entry declares it (``Entry.environment = "rectools"``).
+Every call to such an entry (importing the library, evaluating, its version) is made in its
+worker, whose interpreter is that environment's python; nothing imports the library in this
+process.
+
+What each environment installs is declared once, here, as data (:data:`ENVIRONMENTS`): the
+library's pinned requirements, and whether the CPU build of torch goes first
+(``distribution.TORCH``: an unpinned torch resolves to a multi-gigabyte CUDA build). Beside them
+pip installs the package's own requirements (``distribution.core_requirements``: numpy, pandas,
+pyarrow, click, rich, jinja2), resolved to versions the library admits, and not the package
+itself: the worker's ``PYTHONPATH`` is one directory holding a link to this process's
+``conformance`` package (:func:`interpreter`), so the environment's numpy is the one imported,
+whether the package runs from a checkout, an editable install or a wheel.
+
+Where: ``$CONFORMANCE_ENVS/<name>`` when that variable is set, else
+``${XDG_CACHE_HOME:-~/.cache}/conformance/envs/<name>``; a venv made by ``python -m venv``
+from the interpreter running this module, so it has the same Python.
+
+States (:meth:`Environment.state`):
+
+- ``missing``: no environment at that place; its entries report themselves not available,
+  with the one command that makes it (:meth:`Environment.create_command`);
+- ``ready``: made by :func:`create` for exactly the requirements declared now, by this
+  Python version (its record, ``conformance-environment.json``, says so);
+- ``stale``: made for other requirements or another Python; entries report it as missing,
+  and ``create`` makes it anew;
+- ``broken``: a folder without the record (a creation that failed or was stopped).
+
+``conformance env create NAME ...`` / ``--all`` calls :func:`create` (idempotent: a ready
+environment is left as it is), ``conformance env list`` lists them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.distribution import TORCH, core_requirements
+from conformance.errors import ConformanceError
+
+RECORD = "conformance-environment.json"  # what create installed, written last
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One side environment: its name, the library's pinned requirements, why it cannot live
+    beside the others, and whether the CPU build of torch is installed first."""
+
+    name: str
+    requirements: tuple[str, ...]
+    why: str
+    torch: bool = False
+
+    @property
+    def path(self) -> Path:
+        return root() / self.name
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    def wanted(self) -> dict:
+        """What a ready environment's record holds: the pip commands' requirements, in order,
+        and the Python that made it."""
+        steps = []
+        if self.torch:
+            steps.append(TORCH.split()[2:])  # "pip install torch==X": its requirement
+        steps.append([*self.requirements, *core_requirements()])
+        return {"python": f"{sys.version_info[0]}.{sys.version_info[1]}", "steps": steps}
+
+    def record(self) -> dict | None:
+        try:
+            return json.loads((self.path / RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def state(self) -> str:
+        if not self.path.exists():
+            return "missing"
+        rec = self.record()
+        if rec is None or not self.python.exists():
+            return "broken"
+        return "ready" if {k: rec.get(k) for k in ("python", "steps")} == self.wanted() else "stale"
+
+    def create_command(self) -> str:
+        return f"conformance env create {self.name}"
+
+    def site_packages(self) -> Path | None:
+        found = sorted((self.path / "lib").glob("python*/site-packages"))
+        return found[0] if found else None
+
+
+ENVIRONMENTS: dict[str, Environment] = {e.name: e for e in (
+    # rectools 0.19.0 (the newest) declares numpy<2 and pandas<3 on Python 3.11 (its wheel's
+    # Requires-Dist); its metrics need neither torch nor its extras
+    Environment("rectools", ("rectools==0.19.0",),
+                why="rectools 0.19.0 requires numpy<2 and pandas<3"),
+)}
+
+
+def readme_table() -> str:
+    """The README's table of side environments, made from :data:`ENVIRONMENTS` (a guard test
+    holds the README to it)."""
+    lines = ["| environment | installs (beside the package's own requirements) | why apart |",
+             "|---|---|---|"]
+    for e in ENVIRONMENTS.values():
+        pins = ", ".join(f"`{r}`" for r in e.requirements)
+        if e.torch:
+            pins = f"`{TORCH.split()[2]}` (CPU) first, then {pins}"
+        lines.append(f"| `{e.name}` | {pins} | {e.why} |")
+    return "\n".join(lines) + "\n"
+
+
+def root() -> Path:
+    """The folder that holds the side environments (see the module docstring)."""
+    given = os.environ.get("CONFORMANCE_ENVS")
+    if given:
+        return Path(given).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "conformance" / "envs"
+
+
+def environment(name: str) -> Environment:
+    """The environment declared under ``name``; an unknown name is the user's error."""
+    if name not in ENVIRONMENTS:
+        raise ConformanceError(f"unknown environment {name!r}: expected one of "
+                               f"{', '.join(ENVIRONMENTS)}")
+    return ENVIRONMENTS[name]
+
+
+def _pip(env: Environment, requirements: list[str]) -> None:
+    done = subprocess.run([str(env.python), "-m", "pip", "install", "-q",
+                           "--disable-pip-version-check", *requirements],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " | ".join(line.strip() for line in done.stderr.strip().splitlines()[-3:])
+        raise ConformanceError(f"environment {env.name}: pip install {' '.join(requirements)} "
+                               f"failed (exit status {done.returncode}): {tail}")
+
+
+def create(env: Environment) -> str:
+    """Make ``env`` ready (a ready one is left as it is; a stale or broken one is made anew) and
+    say what was done, in one line. Its record is written last, so a creation that fails or is
+    stopped leaves a broken environment, never a ready one."""
+    before = env.state()
+    if before == "ready":
+        return f"{env.name}: ready at {env.path} (nothing to do)"
+    start = time.monotonic()
+    if before != "missing":
+        shutil.rmtree(env.path)
+    env.path.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run([sys.executable, "-m", "venv", str(env.path)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        raise ConformanceError(f"environment {env.name}: python -m venv {env.path} failed: "
+                               f"{made.stderr.strip().splitlines()[-1:]}")
+    wanted = env.wanted()
+    for step in wanted["steps"]:
+        _pip(env, step)
+    (env.path / RECORD).write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
+    how = {"missing": "created", "stale": "made anew (its requirements changed)",
+           "broken": "made anew (the last creation did not finish)"}[before]
+    return (f"{env.name}: {how} at {env.path} in {time.monotonic() - start:.0f} s "
+            f"({', '.join(wanted['steps'][-1])})")
+
+
+def version(env: Environment, distribution: str) -> str | None:
+    """The version of ``distribution`` installed in ``env`` (read from its metadata, nothing
+    imported), or None."""
+    import importlib.metadata
+
+    site = env.site_packages()
+    if site is None:
+        return None
+    found = next(iter(importlib.metadata.distributions(name=distribution, path=[str(site)])), None)
+    return found.version if found is not None else None
+
+
+_LINK_DIR: list[str] = []
+_LINK_LOCK = threading.Lock()
+
+
+def _package_link() -> str:
+    """A directory of this process's holding one link, ``conformance``, to this process's
+    package (removed at exit): a side environment's worker has it as its whole PYTHONPATH."""
+    with _LINK_LOCK:
+        if not _LINK_DIR:
+            folder = tempfile.mkdtemp(prefix="conformance-package-")
+            os.symlink(Path(__file__).resolve().parent, os.path.join(folder, "conformance"))
+            atexit.register(shutil.rmtree, folder, True)
+            _LINK_DIR.append(folder)
+        return _LINK_DIR[0]
+
+
+def interpreter(name: str) -> tuple[str, tuple[str, ...]]:
+    """(python, PYTHONPATH) of a worker in environment ``name``: ``isolation.worker``'s
+    ``python`` and ``path``."""
+    return str(environment(name).python), (_package_link(),)
