@@ -1,8 +1,9 @@
 """Explaining a disagreement between two library entries by the conventions that cause it.
 
 For one case and one measure, each entry gave per-query values (or an error). Two entries
-*agree* when they return the same queries with values within tolerance, or both fail. For each
-pair of disagreeing entries A and B, let D be the axes on which their declared profiles differ.
+*agree* when they return the same queries with values within tolerance (absolute up to 1,
+relative above: :func:`within`), or both fail. For each pair of disagreeing entries A and B, let
+D be the axes on which their declared profiles differ.
 The explanation is the smallest subset S of D such that the reference under A's profile with the
 axes of S switched to B's values gives B's values (or fails where B failed), and B's profile with
 S switched back gives A's values (the second half matters when a profile predicts a range, see
@@ -122,9 +123,16 @@ def matches(expected: Expected, got: LibraryValues, tol: float) -> bool:
             if not (math.isnan(v) and math.isnan(lo)):
                 return False
             continue
-        if v < lo - tol or v > hi + tol:
+        if v < lo - within(tol, lo) or v > hi + within(tol, hi):
             return False
     return True
+
+
+def within(tol: float, value: float) -> float:
+    """The margin ``tol`` allows around ``value``: absolute up to 1 (every normalised measure),
+    relative above (a DCG sum), as the differential tests and the paper check compare; a sum of
+    2^31 gains is 1e9, where 1e-12 absolute is below one double's spacing."""
+    return tol * max(1.0, abs(value))
 
 
 def agree(a: LibraryValues, b: LibraryValues, tol: float) -> bool:
@@ -138,7 +146,7 @@ def agree(a: LibraryValues, b: LibraryValues, tol: float) -> bool:
         if math.isnan(va) or math.isnan(vb):
             if not (math.isnan(va) and math.isnan(vb)):
                 return False
-        elif abs(va - vb) > tol:
+        elif abs(va - vb) > within(tol, max(abs(va), abs(vb))):
             return False
     return True
 

@@ -43,7 +43,7 @@ from conformance import isolation
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.errors import stable_error
-from conformance.explain import Comparison, Reference, compare
+from conformance.explain import Comparison, Reference, compare, within
 from conformance.libs.base import Entry, ImportStatus, LibraryValues, longest_list, status_in_worker
 from conformance.measures import Measure
 from conformance.reference.prepare import Prepared
@@ -180,7 +180,7 @@ class RunResult:
 
 def _agrees(ours: dict[str, float], theirs: dict[str, float] | None, tolerance: float) -> bool:
     """Whether two per-query value maps hold the same queries and values within ``tolerance``
-    (NaN agreeing with NaN only)."""
+    (``explain.within``: relative above 1; NaN agreeing with NaN only)."""
     if theirs is None or ours.keys() != theirs.keys():
         return False
     for q, v in ours.items():
@@ -188,7 +188,7 @@ def _agrees(ours: dict[str, float], theirs: dict[str, float] | None, tolerance: 
         if v != v or w != w:
             if not (v != v and w != w):
                 return False
-        elif abs(v - w) > tolerance:
+        elif abs(v - w) > within(tolerance, max(abs(v), abs(w))):
             return False
     return True
 

@@ -218,3 +218,19 @@ def test_an_err_disagreement_with_ir_measures_is_explained_by_its_axis():
     (e,) = c.explanations
     assert e.axes == ["err_max_grade"]
     assert e.switched == {"err_max_grade": ("4", "3")}
+
+
+def test_the_tolerance_is_absolute_up_to_1_and_relative_above():
+    from conformance.explain import Expected, matches
+
+    # one double's spacing at 1.35e9 is 2.4e-7: a DCG sum of 2^31 - 1 gains, summed in another
+    # order, is one spacing apart; 1e-12 absolute would call that a disagreement
+    a, b = 1354911329.2004447, 1354911329.200445
+    assert a != b and abs(a - b) < 1e-15 * b
+    assert agree(LibraryValues(per_query={"q": a}), LibraryValues(per_query={"q": b}), TOL)
+    assert matches(Expected(ranges={"q": (b, b)}), LibraryValues(per_query={"q": a}), TOL)
+    # up to 1 the tolerance is absolute
+    assert not agree(LibraryValues(per_query={"q": 0.5}),
+                     LibraryValues(per_query={"q": 0.5 + 2e-12}), TOL)
+    assert not matches(Expected(ranges={"q": (0.5, 0.5)}),
+                       LibraryValues(per_query={"q": 0.5 + 2e-12}), TOL)
