@@ -360,14 +360,28 @@ AXES: dict[str, Axis] = {
                 "reverse_input": "in the reverse of the order the run lists them",
                 "average": "the expected value over all orders of each tied group (McSherry & Najork)",
                 "unspecified": "any order: the value is the range from the worst to the best order",
+                "pessimistic": "lower labels first, so relevant documents last (CatBoost, LightFM, "
+                               "Cornac's MAP and AUC); the label is read after label_type and "
+                               "negative_labels, an unjudged document as label 0 (so it ties "
+                               "with label 0), and equal labels by document id, byte-wise "
+                               "descending; every family reads this one order (for a gain that "
+                               "falls as the label rises, a custom gain map, it is not the "
+                               "lowest value); it is the low end of unspecified for the "
+                               "families ordered by relevance",
+                "optimistic": "higher labels first, so relevant documents first; unjudged as "
+                              "label 0, equal labels by document id, byte-wise descending (the "
+                              "high end of unspecified for the families ordered by relevance)",
             },
             default="docid_desc",
             group="ordering",
             stage="ordering",
-            swept=("docid_desc", "docid_asc", "input_order", "reverse_input", "average"),
+            swept=("docid_desc", "docid_asc", "input_order", "reverse_input", "average",
+                   "pessimistic", "optimistic"),
             phrases={"docid_desc": "ties by docid descending", "docid_asc": "ties by docid ascending",
                      "input_order": "ties in input order", "reverse_input": "ties in reverse input order",
-                     "average": "tied documents averaged"},
+                     "average": "tied documents averaged",
+                     "pessimistic": "tied documents with the lower label first",
+                     "optimistic": "tied documents with the higher label first"},
         ),
         Axis(
             "relevance_threshold",

@@ -158,10 +158,6 @@ def evaluate(
     return result
 
 
-UNSPECIFIED_ENDS = {"pessimistic", "optimistic", "pessimistic_gain", "optimistic_gain",
-                    "unjudged_first", "judged_first"}
-
-
 def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                     tie_check: bool = False, trace: tuple[str, ...] = ()) -> Evaluation:
     scored = scored_queries(prep, conv)
@@ -287,15 +283,19 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             document (Hole); the unspecified ends then order tied rows by that."""
             if tie_rule not in holes:
                 hole = np.where(sel(prep.annotated_rows), 0.0, 1.0)
+                # ties=pessimistic or optimistic is one order, the labels': the holes are read
+                # where the labels put them; only the ends of unspecified order by the holes
+                by_labels = take(sel(run_labels)) if conv.ties != "unspecified" else None
                 holes[tie_rule] = rank(take(q_rows), take(primary), take(doc),
                                        take(sel(prep.run_order)), take(hole), nq,
-                                       conv.replace(relevance_threshold=1), tie_rule)
+                                       conv.replace(relevance_threshold=1), tie_rule,
+                                       tie_labels=by_labels)
             return holes[tie_rule]
 
         def cached(tie_rule: str, masked: bool = False) -> Context:
             if (tie_rule, masked) not in cache:
                 cache[tie_rule, masked] = context(tie_rule, masked)
-                if tie_rule in UNSPECIFIED_ENDS:
+                if conv.ties == "unspecified" and tie_rule != "average":
                     # Fe and AP@k over retrieved relevant have no proven extreme orders: they
                     # refuse when a cut splits a tied group, which the averaged grouping detects
                     cache[tie_rule, masked].tie_groups = lambda: cached("average", masked)

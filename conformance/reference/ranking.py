@@ -434,6 +434,7 @@ def rank(
     gain_shift: np.ndarray | None = None,
     tie_groups: bool = False,
     keep_order: bool = False,
+    tie_labels: np.ndarray | None = None,
 ) -> Ranked:
     """Order rows of every query at once and build the per-row pieces.
 
@@ -451,7 +452,10 @@ def rank(
     it is judged with a negative label (``Ranked.pooled``, for infAP); ``gain_shift``: per
     query, the exponential gains' scale (``exponential_shift``); ``tie_groups``: also find the
     tie groups (``Ranked.ties``, for ``tiecheck.changed``); ``keep_order``: also keep the
-    permutation (``Ranked.order``, for ``conformance.reference.trace``).
+    permutation (``Ranked.order``, for ``conformance.reference.trace``); ``tie_labels``: the
+    labels ``pessimistic``/``optimistic`` order tied rows by when they are not ``labels`` (a
+    ranking of other per-row values, such as Hole's annotation or the sweep's row numbers, in
+    the order the labels give).
     """
     def key(values, sign: int = 1, nan_as_zero: bool = False):
         if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
@@ -472,10 +476,9 @@ def rank(
         ties = [key(order_in_run)]
     elif tie_rule == "reverse_input":
         ties = [key(order_in_run, -1)]
-    elif tie_rule == "pessimistic":
-        ties = [key(doc, -1), key(labels, 1, nan_as_zero=True)]
-    elif tie_rule == "optimistic":
-        ties = [key(doc, -1), key(labels, -1, nan_as_zero=True)]
+    elif tie_rule in ("pessimistic", "optimistic"):
+        by = labels if tie_labels is None else tie_labels
+        ties = [key(doc, -1), key(by, 1 if tie_rule == "pessimistic" else -1, nan_as_zero=True)]
     elif tie_rule in ("unjudged_first", "judged_first"):
         def judged(rows):
             j = (~np.isnan(_take(labels, rows))).astype(np.int8)

@@ -417,7 +417,7 @@ class _Engine:
             index = np.arange(q.size, dtype=np.float64)
             self.rank_calls += 1
             cut = rank(q, primary, doc, order_in_run, index, self.nq, BASE.replace(depth=depth),
-                       tie_rule).gain.astype(np.int64)
+                       tie_rule, tie_labels=labels).gain.astype(np.int64)
 
             def grouped(conv: Conventions) -> Ranked:
                 self.rank_calls += 1

@@ -138,6 +138,10 @@ def _fill(table: PositionTable, t: Trace, measure: Measure, conv: Conventions) -
         if conv.ties == "unspecified":
             notes.append(f"ties=unspecified: the value is a range over the orders of each tied "
                          f"group; the order shown ({t.tie_rule}) gives its low end")
+        elif conv.ties in ("pessimistic", "optimistic"):
+            notes.append(f"ties={conv.ties}: tied rows are shown as the rule orders them, the "
+                         f"{'lower' if conv.ties == 'pessimistic' else 'higher'} label first "
+                         "(unjudged as label 0), equal labels by docid descending")
         elif conv.ties == "average":
             notes.append("ties=average: rows of a tied group carry the group's mean gain and "
                          "relevance, the expected value over its orders")

@@ -38,7 +38,8 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 TOL = 1e-12
-FIXED_TIES = ("docid_desc", "docid_asc", "input_order", "reverse_input")
+FIXED_TIES = ("docid_desc", "docid_asc", "input_order", "reverse_input", "pessimistic",
+              "optimistic")
 ALL_TIES = FIXED_TIES + ("average", "unspecified")
 
 
@@ -503,6 +504,35 @@ def test_unspecified_range_holds_every_tie_order(family, q, conv):
         vals = orders.per_query[m]
         # the range is exactly [worst order, best order]
         assert (lo, hi) == pytest.approx((vals.min(), vals.max()), abs=1e-12), (m.text, q, conv)
+
+
+def label_order(q: Query, rule: str) -> list:
+    """q's retrieved list ordered as ties=pessimistic (optimistic) says, written here: score
+    descending; among equal scores the label ascending (descending), an unjudged document read
+    as label 0; among equal labels the docid descending (byte order: the ids are ASCII)."""
+    sign = 1 if rule == "pessimistic" else -1
+    by_docid = sorted(q.ret, key=lambda r: r[0], reverse=True)
+    return sorted(by_docid, key=lambda r: (-r[2], sign * (0 if r[1] is None else r[1])))
+
+
+@pytest.mark.parametrize("rule", ["pessimistic", "optimistic"])
+@FUZZ
+@given(q=queries_st(max_ret=7, scores=st.integers(0, 2)),
+       conv=conventions_st(ties=st.just("docid_desc"), score_precision=st.just("float64")))
+def test_label_tie_rules_are_the_order_written_out(rule, q, conv):
+    """Every family under ties=pessimistic (optimistic) gives the value of the list re-listed,
+    with distinct scores, in the order written out above."""
+    ms = POOL
+    got = evaluate_each(*inputs([q]), ms, conv.replace(ties=rule))
+    listed = Query(q.qid, [(d, lab, float(len(q.ret) - i))
+                           for i, (d, lab, _) in enumerate(label_order(q, rule))], q.unret)
+    want = evaluate_each(*inputs([listed]), ms, conv)
+    for m in ms:
+        assert (got[m] is None) == (want[m] is None), m.text
+        if got[m] is None:
+            continue
+        assert got[m][2].tolist() == want[m][2].tolist(), m.text
+        assert got[m][0] == pytest.approx(want[m][0], abs=1e-12, nan_ok=True), (m.text, q, conv)
 
 
 # --------------------------------------------------------------------------------------------

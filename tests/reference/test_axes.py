@@ -150,7 +150,8 @@ CASES: dict[str, AxisCase] = {
     ),
     # all four tied at 1.0, listed c, a, d, b; only a is relevant
     #   docid_desc d c b a -> a at 4; docid_asc a b c d -> 1; input c a d b -> 2;
-    #   reverse b d a c -> 3; average: a equally likely at each rank
+    #   reverse b d a c -> 3; average: a equally likely at each rank; pessimistic: label
+    #   0 first (d c b), a last -> 4; optimistic: a first -> 1
     "ties": AxisCase(
         qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 0), ("q", "d", 0)],
         run=[("q", "c", 1.0), ("q", "a", 1.0), ("q", "d", 1.0), ("q", "b", 1.0)],
@@ -162,6 +163,8 @@ CASES: dict[str, AxisCase] = {
             "reverse_input": [1 / 3, 0 / 2, 1.0],
             "average": [(1 / 1 + 1 / 2 + 1 / 3 + 1 / 4) / 4, (2 / 4) / 2, 3 / 4],
             "unspecified": [(1 / 4, 1 / 1), (0 / 2, 1 / 2), (0.0, 1.0)],
+            "pessimistic": [1 / 4, 0 / 2, 0.0],
+            "optimistic": [1 / 1, 1 / 2, 1.0],
         },
     ),
     # ranks: a (0), b (1), c (2)

@@ -132,3 +132,16 @@ def test_the_judged_to_list_ideal_is_cut_at_the_list():
     t = position_table(prep, "q1", m, conv, "p")
     assert t.idcg == 1.0
     assert t.table_value == 1.0
+
+
+@pytest.mark.parametrize("rule, order", [("pessimistic", ["x", "d", "c", "e", "b", "a"]),
+                                         ("optimistic", ["x", "a", "e", "b", "d", "c"])])
+def test_a_label_tie_rule_shows_the_order_it_gives(rule, order):
+    """x scores 2 (label 0); a (2), b (1), e (1), d (0), c (unjudged) tie: pessimistic is the
+    label ascending, unjudged as 0, equal labels by docid descending (optimistic descending)."""
+    prep = Prepared(Qrels.from_dict({"q": {"x": 0, "a": 2, "b": 1, "e": 1, "d": 0}}),
+                    Run.from_dict({"q": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0,
+                                         "x": 2.0}}))
+    t = position_table(prep, "q", parse_measure("DCG"), Conventions(ties=rule), "p")
+    assert [r.doc for r in t.rows] == order
+    assert f"ties={rule}" in t.note
