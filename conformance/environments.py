@@ -58,12 +58,15 @@ RECORD = "conformance-environment.json"  # what create installed, written last
 @dataclass(frozen=True)
 class Environment:
     """One side environment: its name, the library's pinned requirements, why it cannot live
-    beside the others, and whether the CPU build of torch is installed first."""
+    beside the others, whether the CPU build of torch is installed first, and what is installed
+    last without its dependencies (``no_deps``: a library whose declared dependencies go far
+    beyond what its measured module imports, those imports being in ``requirements``)."""
 
     name: str
     requirements: tuple[str, ...]
     why: str
     torch: bool = False
+    no_deps: tuple[str, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -80,6 +83,8 @@ class Environment:
         if self.torch:
             steps.append(TORCH.split()[2:])  # "pip install torch==X": its requirement
         steps.append([*self.requirements, *core_requirements()])
+        if self.no_deps:
+            steps.append(["--no-deps", *self.no_deps])
         return {"python": f"{sys.version_info[0]}.{sys.version_info[1]}", "steps": steps}
 
     def record(self) -> dict | None:
@@ -109,6 +114,17 @@ ENVIRONMENTS: dict[str, Environment] = {e.name: e for e in (
     # Requires-Dist); its metrics need neither torch nor its extras
     Environment("rectools", ("rectools==0.19.0",),
                 why="rectools 0.19.0 requires numpy<2 and pandas<3"),
+    # lenskit 2025.8.1 (the newest release Python 3.11 takes; later ones need 3.12) declares
+    # pandas<3 and torch (its wheel's Requires-Dist)
+    Environment("lenskit", ("lenskit==2025.8.1",),
+                why="lenskit 2025.8.1 requires pandas<3 and torch", torch=True),
+    # recommenders 1.2.1 declares pandas<3 and a dependency set (jupyter's notebook,
+    # transformers, cornac 2, lightgbm, locust, nltk, scikit-surprise, ...) far beyond what
+    # recommenders.evaluation.python_evaluation imports: numpy, pandas, scikit-learn (and the
+    # package's own constants and pandas_df_utils, which import numpy and pandas)
+    Environment("recommenders", ("pandas>=2,<3", "scikit-learn>=1.2,<2"),
+                why="recommenders 1.2.1 requires pandas<3; its python_evaluation imports only "
+                    "numpy, pandas and scikit-learn", no_deps=("recommenders==1.2.1",)),
 )}
 
 
@@ -121,6 +137,8 @@ def readme_table() -> str:
         pins = ", ".join(f"`{r}`" for r in e.requirements)
         if e.torch:
             pins = f"`{TORCH.split()[2]}` (CPU) first, then {pins}"
+        if e.no_deps:
+            pins += ", then " + ", ".join(f"`{r}`" for r in e.no_deps) + " without its dependencies"
         lines.append(f"| `{e.name}` | {pins} | {e.why} |")
     return "\n".join(lines) + "\n"
 

@@ -79,7 +79,8 @@ def test_an_entry_installed_apart_is_installed_by_its_environment_and_no_extra()
     peers = {_requirement_name(r) for name, rs in EXTRAS.items() if name != "test" for r in rs}
     for e in apart:
         env = ENVIRONMENTS[e.environment]
-        assert D.normal_name(e.distribution) in {_requirement_name(r) for r in env.requirements}
+        assert D.normal_name(e.distribution) in {_requirement_name(r)
+                                                 for r in (*env.requirements, *env.no_deps)}
         # beside the others it cannot be installed: no extra may pull it into this environment
         assert D.normal_name(e.distribution) not in peers, e.name
         assert e.install_command() == f"conformance env create {env.name}"
