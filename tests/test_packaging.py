@@ -76,6 +76,7 @@ def test_an_entry_installed_apart_is_installed_by_its_environment_and_no_extra()
     from conformance.environments import ENVIRONMENTS
 
     apart = [e for e in all_entries() if e.environment is not None]
+    assert apart, "no entry runs in a side environment"
     peers = {_requirement_name(r) for name, rs in EXTRAS.items() if name != "test" for r in rs}
     for e in apart:
         env = ENVIRONMENTS[e.environment]

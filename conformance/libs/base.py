@@ -84,7 +84,7 @@ class ImportStatus:
         return {
             "available": "available",
             "not_installed": f"not installed ({self.detail} adds it)",
-            "not_created": f"its environment is not created ({self.detail} creates it)",
+            "not_created": f"not installed: its environment is not created ({self.detail} creates it)",
             "import_failed": f"failed to import: {self.detail}",
             "import_crashed": f"crashed while importing ({self.detail})",
             "import_timed_out": f"timed out while importing (no answer within {self.detail} s)",

@@ -172,3 +172,32 @@ def test_spark_ranking_metrics_suite_is_reproduced_with_every_run_query_averaged
     assert out.exit_code == 0, out.output
     assert "run_all" in out.stdout
     assert "min_k_relevant" in out.stdout
+
+
+# RecTools' own docstring example (rectools 0.19.0, rectools/metrics/ranking.py, the NDCG and MAP
+# docstrings): four users, user 1 recommended only items it never interacted with; the values
+# are the docstrings' printed per-user arrays, averaged here to the means a paper would report:
+# NDCG(k=1) [0, 1, 1, 1]; NDCG(k=3) [0, 0.46927873, 0.70391809, 1]; MAP(k=1) [0, 1, 1/3, 1/3];
+# MAP(k=3) [0, 1, 0.55555556, 1].
+_RECTOOLS_RECO = {1: [7, 8], 2: [1, 2], 3: [1, 2, 3, 4], 4: [1, 2, 3]}
+_RECTOOLS_INTERACTIONS = {1: [1, 2], 2: [1], 3: [1, 3, 4], 4: [1, 2, 3]}
+_RECTOOLS_REPORTED = {"nDCG@1": 3 / 4, "nDCG@3": (0.46927873 + 0.70391809 + 1) / 4,
+                      "AP@1": (1 + 2 / 3) / 4, "AP@3": (1 + 0.55555556 + 1) / 4}
+
+
+def test_rectools_docstring_example_is_reproduced_by_its_k_slots_ideal(tmp_path):
+    """RecTools' default NDCG divides by k ranks all counted relevant (ideal=k_slots): the sweep
+    finds it, and the rectools entry's profile is the one that reproduces every value."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(f"u{u} 0 i{i} 1\n" for u, items in _RECTOOLS_INTERACTIONS.items()
+                             for i in items))
+    run.write_text("".join(f"u{u} Q0 i{i} {r + 1} {len(items) - r} rectools\n"
+                           for u, items in _RECTOOLS_RECO.items() for r, i in enumerate(items)))
+    reported = [a for name, v in _RECTOOLS_REPORTED.items() for a in ("--reported", f"{name}={v:.5f}")]
+    out = CliRunner().invoke(main, ["check-paper", "--qrels", str(qrels), "--run", str(run),
+                                    "--quiet", "--no-live", "--digits", "5", *reported])
+    assert out.exit_code == 0, out.output
+    assert "the ideal of k slots" in out.stdout
+    assert "rectools reproduces them" in out.stdout
+    row = next(line.split() for line in out.stdout.splitlines() if line.split()[1:2] == ["rectools"])
+    assert row[0] == "yes"

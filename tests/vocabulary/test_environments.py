@@ -112,8 +112,8 @@ def test_an_entry_whose_environment_is_not_created_says_the_command(nowhere):
     e = _Apart()
     want = ImportStatus("not_created", "conformance env create rectools")
     assert e.import_status() == want and not e.available()
-    assert want.describe() == ("its environment is not created (conformance env create rectools "
-                               "creates it)")
+    assert want.describe() == ("not installed: its environment is not created (conformance env "
+                               "create rectools creates it)")
     assert e.install_command() == "conformance env create rectools"
     assert e.version() is None
     # the runner asks the same, and starts no process for it
