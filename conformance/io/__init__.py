@@ -12,12 +12,14 @@ One job per module, imports running one way (each imports only those above it he
 * ``limits``: what one input may cost (size, line length, binary content), out-of-memory words;
 * ``text``: a text file's bytes, decompressed and bounded, and its lines for messages;
 * ``records``: rows from Python values (decoded JSON, dicts), checked one by one;
+* ``listed``: a recommender's top k as one row per user, a column of item lists, exploded;
 * ``trec``, ``jsonio``, ``frames`` (DataFrames, Arrow tables, list-wise arrays), ``tables``
   (CSV, TSV, Parquet, Arrow IPC): one reader per shape of input, each ending in ``Parsed``;
 * ``formats``: which reader a file goes to, and the error when none takes it;
 * ``data``: ``Qrels`` and ``Run``, their public constructors (``from_dict``, ``from_frame``,
   ``from_file``, ``from_lists``) and the coding every input shares;
 * ``readers``: the readers as functions (``read_run``, ``load_run``...);
+* ``seen``: a training table's (user, item) pairs, removed from a run (``exclude_seen``);
 * ``cases``: the bundled edge-case corpus.
 
 The names below are imported on first use (``conformance.io.read_run``), so importing the data

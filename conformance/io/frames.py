@@ -40,7 +40,7 @@ from conformance.io.columnar import arrow_numpy, arrow_strings, first_bad_cast, 
 from conformance.io.encode import as_array
 from conformance.io.parsed import Parsed, ReadCounts
 from conformance.io.records import EXACT_INTEGERS, identifiers, numbers
-from conformance.io.roles import QRELS_ROLES, ROLE_NAMES, RUN_ROLES, find_columns
+from conformance.io.roles import PAIRS_ROLES, QRELS_ROLES, ROLE_NAMES, RUN_ROLES, find_columns
 
 _F64 = pa.float64()
 
@@ -160,7 +160,9 @@ def parse_columns(columns: Mapping[str, Any], found: Mapping[str, str | None], k
     docid = id_column(columns[found["docid"]], found["docid"], "docid", source, line, unit)
     role = "score" if kind == "run" else "label"
     counts = counts or ReadCounts(read=n, used=n)
-    if kind == "run" and found.get("score") is None:
+    if kind == "pairs":  # a training table's interactions: the pairs alone are read
+        value = np.zeros(n)
+    elif kind == "run" and found.get("score") is None:
         # ranks and no scores (a recommender's top-k table): the rank is the order, rank 1
         # first, so the score is the rank negated and every library is given that order
         value = -number_column(columns[found["rank"]], found["rank"], "rank", source, line, unit)
@@ -205,10 +207,16 @@ def _pandas_column(series, column: str, what: str, source: str) -> pa.Array:
 
 
 def parse_frame(df: Any, kind: str, source: str, given: Mapping[str, str] | None = None) -> Parsed:
-    """A DataFrame or Arrow table as the columns of a run (``kind="run"``) or qrels."""
-    roles = RUN_ROLES if kind == "run" else QRELS_ROLES
+    """A DataFrame or Arrow table as the columns of a run (``kind="run"``), qrels or a training
+    table's pairs (``"pairs"``); a table with a column of item lists, one row per user, as
+    :mod:`conformance.io.listed` reads it."""
+    roles = {"run": RUN_ROLES, "pairs": PAIRS_ROLES}.get(kind, QRELS_ROLES)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(df, pd.DataFrame):
+        if kind != "pairs" and len(df):
+            listed = _pandas_listed(df, kind, source, given)
+            if listed is not None:
+                return listed
         found = find_columns([str(c) for c in df.columns], roles, given, source)
         by_name = {str(c): c for c in df.columns}
         columns = {name: _pandas_column(df[by_name[name]], name, ROLE_NAMES[r], source)
@@ -216,10 +224,48 @@ def parse_frame(df: Any, kind: str, source: str, given: Mapping[str, str] | None
         n = len(df)
     else:
         table = _arrow_table(df, source)
+        if kind != "pairs" and any(_list_type(f.type) for f in table.schema):
+            from conformance.io.listed import list_column, other_columns
+
+            column = list_column({f.name: f.type for f in table.schema}, kind, given, source)
+            if column is not None:
+                return parse_listed(table, column, other_columns(table.column_names, column, given, source),
+                                    kind, source)
         found = find_columns(table.column_names, roles, given, source)
         columns = {name: table.column(name) for name in found.values() if name is not None}
         n = table.num_rows
     return parse_columns(columns, found, kind, source, np.arange(1, n + 1, dtype=np.int64), "row")
+
+
+def _list_type(t) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def parse_listed(table: pa.Table, column: str, qid_column: str, kind: str, source: str) -> Parsed:
+    """A table of item lists, one row per user (:mod:`conformance.io.listed`), as columns."""
+    from conformance.io.listed import explode, finish
+
+    columns, found, line, counts = explode(table, column, qid_column, kind, source)
+    return finish(parse_columns(columns, found, kind, source, line, "row", counts), column)
+
+
+def _pandas_listed(df: Any, kind: str, source: str, given: Mapping[str, str] | None) -> Parsed | None:
+    """A pandas frame with a column of lists (or arrays) of items, read by
+    :mod:`conformance.io.listed`; None when no column holds lists."""
+    if not any(df[c].dtype == object for c in df.columns):
+        return None
+    from conformance.io.listed import list_column, looks_listed, other_columns, pandas_lists
+
+    by_name = {str(c): c for c in df.columns}
+    types = {name: (pa.list_(pa.null()) if looks_listed(df[c]) else None) for name, c in by_name.items()}
+    column = list_column(types, kind, given, source)
+    if column is None:
+        return None
+    qid = other_columns(list(by_name), column, given, source)
+    table = pa.table({qid: _pandas_column(df[by_name[qid]], qid, ROLE_NAMES["qid"], source),
+                      column: pandas_lists(df[by_name[column]], column, source)})
+    return parse_listed(table, column, qid, kind, source)
 
 
 def _arrow_table(obj: Any, source: str) -> pa.Table:

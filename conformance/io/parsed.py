@@ -38,6 +38,9 @@ class ReadCounts:
     # as trec_eval does; the CLI warns about them)
     score_from_rank: str | None = None  # a table with ranks and no scores: the rank column read
     # as the order (score = -rank); the CLI says so
+    ranked_lists: str | None = None  # a column of item lists (one row per user): its order is
+    # the ranking (conformance.io.listed); the CLI says so
+    seen: dict | None = None  # what exclude_seen removed (conformance.io.seen), in to_dict too
 
     def ignore(self, reason: str, n: int) -> None:
         if n:
@@ -53,6 +56,7 @@ class ReadCounts:
             "comments": self.comments,
             "blank": self.blank,
             "ignored_reasons": dict(sorted(self.reasons.items())),
+            **({"seen": dict(self.seen)} if self.seen is not None else {}),
         }
 
 

@@ -28,7 +28,7 @@ column, found by :func:`find_columns`:
   ..."). A run needs query id, docid and score (rank optional), or a rank and no score (a
   recommender's top-k table): then the rank is the order (rank 1 first) and the score the rank
   negated, whatever ``rank_source`` says, since both give that order; qrels need query id, docid
-  and label. Other columns are ignored, so one table holding both labels and scores gives both.
+  and label; a training table's pairs (``exclude_seen``) query id and docid alone. Other columns are ignored, so one table holding both labels and scores gives both.
 
 Pure Python (no numpy), so the command line can read ``--columns`` before numpy is imported.
 """
@@ -51,6 +51,7 @@ ALIASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 RUN_ROLES = ("qid", "docid", "score", "rank")
 QRELS_ROLES = ("qid", "docid", "label")
+PAIRS_ROLES = ("qid", "docid")  # a training table's (user, item) interactions: no label needed
 _OPTIONAL = {"rank"}
 
 

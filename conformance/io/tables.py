@@ -36,7 +36,7 @@ from conformance.errors import InputError
 from conformance.io import kernels as ac
 from conformance.io.columnar import LazyRange, read_csv
 from conformance.io.frames import parse_columns
-from conformance.io.roles import QRELS_ROLES, RUN_ROLES, find_columns
+from conformance.io.roles import PAIRS_ROLES, QRELS_ROLES, RUN_ROLES, find_columns
 from conformance.io.limits import Limits
 from conformance.io.parsed import Parsed, ReadCounts
 from conformance.io.text import FileProblem, check_line_lengths, check_utf8, clip, read_bytes
@@ -45,7 +45,7 @@ DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
 def _roles(kind: str) -> tuple[str, ...]:
-    return RUN_ROLES if kind == "run" else QRELS_ROLES
+    return {"run": RUN_ROLES, "pairs": PAIRS_ROLES}.get(kind, QRELS_ROLES)
 
 
 def _header(data, name: str, fmt: str) -> tuple[list[str], int, int]:
@@ -190,7 +190,13 @@ def parse_parquet(path: str | os.PathLike, kind: str, columns: Mapping[str, str]
         meta = pq.ParquetFile(name)
         declared = sum(meta.metadata.row_group(i).total_byte_size for i in range(meta.metadata.num_row_groups))
         _check_size(name, limits, declared)
-        found = find_columns(meta.schema_arrow.names, _roles(kind), columns, name)
+        schema = meta.schema_arrow
+        listed = _listed(schema, kind, columns, name)
+        if listed is not None:  # one row per user, its items in a list column
+            from conformance.io.frames import parse_listed
+
+            return parse_listed(meta.read(columns=sorted(set(listed))), listed[0], listed[1], kind, name)
+        found = find_columns(schema.names, _roles(kind), columns, name)
         table = meta.read(columns=sorted({c for c in found.values() if c is not None}))
     except InputError:
         raise
@@ -216,6 +222,11 @@ def parse_arrow(path: str | os.PathLike, kind: str, columns: Mapping[str, str] |
             source.seek(0)
             reader = pa.ipc.open_stream(source)
             schema = reader.schema
+        listed = _listed(schema, kind, columns, name)
+        if listed is not None:
+            from conformance.io.frames import parse_listed
+
+            return parse_listed(reader.read_all().select(sorted(set(listed))), listed[0], listed[1], kind, name)
         found = find_columns(schema.names, _roles(kind), columns, name)
         table = reader.read_all().select(sorted({c for c in found.values() if c is not None}))
     except InputError:
@@ -223,6 +234,18 @@ def parse_arrow(path: str | os.PathLike, kind: str, columns: Mapping[str, str] |
     except (OSError, pa.ArrowException, ValueError) as e:
         raise _open_error(name, "Arrow IPC", e) from None
     return _table_columns(table, found, kind, name)
+
+
+def _listed(schema, kind: str, columns, name: str) -> tuple[str, str] | None:
+    """(the list column, the query id column) of a table of item lists; None for a flat one."""
+    if kind == "pairs" or not any(pa.types.is_list(f.type) or pa.types.is_large_list(f.type)
+                                  or pa.types.is_fixed_size_list(f.type) or pa.types.is_list_view(f.type)
+                                  or pa.types.is_large_list_view(f.type) for f in schema):
+        return None
+    from conformance.io.listed import list_column, other_columns  # only for a table of lists
+
+    column = list_column({f.name: f.type for f in schema}, kind, columns, name)
+    return None if column is None else (column, other_columns(schema.names, column, columns, name))
 
 
 def _table_columns(table: pa.Table, found, kind: str, name: str) -> Parsed:

@@ -18,8 +18,8 @@ IO = ROOT / "conformance" / "io"
 
 # Each module may import only those before it (the columnar helpers below the data types and
 # the readers, the readers below the data types, which build what the readers parse).
-ORDER = ["kernels", "columnar", "encode", "parsed", "limits", "text", "records", "roles", "shapes", "trec", "jsonio",
-         "frames", "tables", "formats", "data", "readers", "cases"]
+ORDER = ["kernels", "columnar", "encode", "parsed", "limits", "text", "records", "roles", "listed", "shapes", "trec",
+         "jsonio", "frames", "tables", "formats", "data", "readers", "seen", "cases"]
 BELOW = {"conformance.errors", "conformance.conventions", "conformance.measures", "conformance.parallel"}
 MOVED = {"data": "conformance.io.data", "cases": "conformance.io.cases", "arrow_compute": "conformance.io.kernels"}
 
