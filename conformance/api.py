@@ -164,7 +164,7 @@ class Evaluated:
 def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Measure],
              profile: str | Conventions = "trec_eval", *, columns: Mapping[str, str] | None = None,
              limits: Any = None, engine: str = "local", spark_master: str | None = None,
-             **overrides: Any) -> Evaluated:
+             exclude_seen: Any = None, **overrides: Any) -> Evaluated:
     """Measures of ``run`` against ``qrels`` under ``profile``, with axes overridden.
 
     ``profile``: a profile name (any library entry, or ``trec_eval10``: see
@@ -174,6 +174,18 @@ def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Meas
     share conventions share one ranking of the run. ``columns`` and ``limits``: how files are
     read (:func:`conformance.io.load_run`). The whole path is :mod:`conformance.pipeline`'s,
     which ``conformance eval`` takes too.
+
+    ``exclude_seen``: a training table (a path in any format the readers take, a DataFrame,
+    ``{user: [items]}``, Qrels) whose (user, item) pairs are removed from the run before
+    measuring, as recommender libraries mask the items a user has seen
+    (:mod:`conformance.io.seen`); what was removed is in ``result.run.counts`` (``ignored``,
+    reason "seen in training", and ``seen``):
+
+    >>> import conformance
+    >>> r = conformance.evaluate({"u1": {"b": 1}}, {"u1": {"a": 2.0, "b": 1.0}}, "P@1",
+    ...                          exclude_seen={"u1": ["a"]})
+    >>> r.mean["P@1"], r.run.counts.seen["removed"]
+    (1.0, 1)
 
     ``engine="spark"``: the same values, to the last bit, computed by Spark
     (:mod:`conformance.spark_engine`) from paths (TREC text, Parquet) or Spark DataFrames, on
@@ -203,16 +215,16 @@ def evaluate(qrels: Any, run: Any, measures: str | Measure | Sequence[str | Meas
     if engine == "spark":
         from conformance import spark_engine
 
-        if columns is not None or limits is not None:
-            raise ConformanceError("the Spark engine reads its inputs itself: columns= and "
-                                   "limits= are the local readers' options")
+        if columns is not None or limits is not None or exclude_seen is not None:
+            raise ConformanceError("the Spark engine reads its inputs itself: columns=, limits= "
+                                   "and exclude_seen= are the local readers' options")
         result = spark_engine.run(qrels, run, list(dict.fromkeys(ms)), profile, overrides,
                                   master=spark_master)
         return Evaluated(result)
     if engine != "local":
         raise ConformanceError(f"engine {engine!r}: expected 'local' or 'spark'")
     return Evaluated(pipeline.evaluate(qrels, run, ms, profile, overrides, columns=columns,
-                                       limits=limits))
+                                       limits=limits, exclude_seen=exclude_seen))
 
 
 class Evaluator:
@@ -233,12 +245,13 @@ class Evaluator:
     >>> ev.evaluate({"q1": {"a": 1.0, "b": 2.0}}).mean
     {'P@1': 0.0, 'RR': 0.5}
 
-    ``profile``, ``columns``, ``limits`` and the axis ``overrides`` are :func:`evaluate`'s.
+    ``profile``, ``columns``, ``limits``, ``exclude_seen`` (the training table, read once here)
+    and the axis ``overrides`` are :func:`evaluate`'s.
     """
 
     def __init__(self, qrels: Any, measures: str | Measure | Sequence[str | Measure],
                  profile: str | Conventions = "trec_eval", *, columns: Mapping[str, str] | None = None,
-                 limits: Any = None, **overrides: Any) -> None:
+                 limits: Any = None, exclude_seen: Any = None, **overrides: Any) -> None:
         from conformance import io as cio
         from conformance import pipeline
         from conformance.reference.prepare import judgments
@@ -251,6 +264,11 @@ class Evaluator:
         self._duplicates = pipeline.one_duplicates_rule(self._convs)
         self._how = {"columns": columns, "limits": limits}
         self.qrels = cio.load_qrels(qrels, **self._how)
+        self._seen = None
+        if exclude_seen is not None:
+            from conformance.io.seen import read_seen
+
+            self._seen = read_seen(exclude_seen, columns, limits)
         # each query's judgments as a dict, so that each run read from a dict is joined by
         # one lookup per row (C-level), not by coding and sorting its docids with the qrels'
         self._judged = judgments(self.qrels)
@@ -281,7 +299,7 @@ class Evaluator:
         from conformance import pipeline
 
         inputs = pipeline.join(self.qrels, run, self._duplicates, judged=self._judged,
-                               shared=self._shared, **self._how)
+                               shared=self._shared, exclude_seen=self._seen, **self._how)
         return Evaluated(pipeline.evaluate_inputs(inputs, self.measures, self._convs))
 
 
@@ -291,7 +309,8 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
             columns: Mapping[str, str] | None = None, limits: Any = None,
             progress: Callable[[str], None] | None = None,
             on_ready: Callable[[list, dict], None] | None = None,
-            profile: str | None = None, overrides: Mapping[str, Any] | None = None):
+            profile: str | None = None, overrides: Mapping[str, Any] | None = None,
+            exclude_seen: Any = None):
     """Every library entry in ``libs`` beside the reference on ``run``, every disagreement
     explained: a :class:`~conformance.runner.RunResult` (values per entry, comparisons with
     their explanations, ``summary``), what ``conformance run --qrels --run``
@@ -312,6 +331,9 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
     listing, and every library is given that), the reference's value under them is shown
     beside the entries' (``result.table()[i]["reference"]``), and the classes are labelled
     against the class of the entry ``profile`` names. Without either, trec_eval's.
+    ``exclude_seen`` (with ``qrels`` and ``run``): the training table whose pairs are removed
+    from the run before anything is measured, so every library is given the masked lists
+    (:func:`evaluate`).
     """
     from conformance import pipeline
     from conformance.profiles import named_entries
@@ -327,11 +349,13 @@ def compare(qrels: Any = None, run: Any = None, measures: str | Sequence[str | M
             raise ConformanceError("give either cases or qrels and run (--cases or --qrels/--run), not both")
         wanted = _measures(measures or DEFAULT_COMPARE)
         rule = pipeline.one_duplicates_rule(pipeline.conventions_for(mine, wanted, overrides))
-        inputs = pipeline.read(qrels, run, rule, columns=columns, limits=limits)
+        inputs = pipeline.read(qrels, run, rule, columns=columns, limits=limits, exclude_seen=exclude_seen)
         subjects = [Subject(name, inputs.qrels, inputs.run, wanted)]
     else:
         from conformance.io.cases import load_cases
 
+        if exclude_seen is not None:
+            raise ConformanceError("exclude_seen (--exclude-seen) masks a run of your own: give qrels and run")
         wanted = _measures(measures) if measures else None
         subjects = [Subject(c.name, c.qrels, c.run, wanted or c.measures, c.description)
                     for c in load_cases(cases)]
@@ -369,7 +393,7 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
                 progress: Callable[[str, int, int], None] | None = None,
                 on_ready: Callable[[Any, Any], None] | None = None,
                 profile: str | None = None, overrides: Mapping[str, Any] | None = None,
-                timeout: float | None = None):
+                timeout: float | None = None, exclude_seen: Any = None):
     """Which convention sets and library entries reproduce the values a paper reported for
     ``run``: a :class:`~conformance.paper.PaperResult` (``verdict``, ``consistent_conventions``,
     the entries' values and gaps, the nearest miss), what ``conformance
@@ -388,7 +412,7 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
     for ``"all"``) (``timeout``: seconds per library).
     ``profile`` / ``overrides`` (``--profile`` / ``--set``): the user's own conventions; the run
     is read under their ``duplicates`` rule and the reference's value under them is judged
-    beside the entries (``result.own``).
+    beside the entries (``result.own``). ``exclude_seen``: :func:`evaluate`'s.
     """
     from conformance import pipeline
     from conformance.paper import check_paper as _check
@@ -409,7 +433,7 @@ def check_paper(qrels: Any, run: Any, reported: str | Sequence[str], *,
                                + ([r.measure for r in per_query.values] if per_query else [])))
     convs = pipeline.conventions_for(mine, asked, overrides)
     inputs = pipeline.read(qrels, run, pipeline.one_duplicates_rule(convs), columns=columns,
-                           limits=limits)
+                           limits=limits, exclude_seen=exclude_seen)
     if on_ready is not None:
         on_ready(inputs.qrels, inputs.run, per_query)
     result = _check(inputs.qrels, inputs.run, values, entries=chosen, live=live,

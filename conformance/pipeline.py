@@ -116,7 +116,7 @@ class Inputs:
 
 
 def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
-         limits: Any = None) -> Inputs:
+         limits: Any = None, exclude_seen: Any = None) -> Inputs:
     """Read ``qrels`` and ``run`` (paths, frames, mappings or read values) and join them.
 
     ``duplicates``: what a docid listed twice in one query of the run means (the axis of that
@@ -153,22 +153,35 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
         read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
         # qrels read from a dict keyed by strings (``doc_list``) are that dict's judgments:
         # a run read from such a dict too is joined by looking its pairs up in it
-        if type(qrels) is dict and read_qrels.doc_list is not None:
+        if type(qrels) is dict and read_qrels.doc_list is not None and exclude_seen is None:
             return _joined(read_qrels, read_run, duplicates, qrels)
+    read_run = _unseen(read_run, exclude_seen, columns, limits)
     return _joined(read_qrels, read_run, duplicates)
+
+
+def _unseen(read_run: Any, exclude_seen: Any, columns, limits) -> Any:
+    """The run without the pairs of the training table ``exclude_seen`` (None: the run)."""
+    if exclude_seen is None:
+        return read_run
+    from conformance.io.seen import exclude_seen as exclude, read_seen
+
+    return exclude(read_run, read_seen(exclude_seen, columns, limits))
 
 
 def join(read_qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[str, str] | None = None,
          limits: Any = None, judged: Mapping[str, Mapping[str, Any]] | None = None,
-         shared: dict | None = None) -> Inputs:
+         shared: dict | None = None, exclude_seen: Any = None) -> Inputs:
     """``run`` read (as :func:`read` reads it) and joined with qrels already read
     (``conformance.io.Qrels``): many runs against one qrels read once (``api.Evaluator``).
     ``judged``: those qrels' ``prepare.judgments``, made once, through which a run read from
     a dict keyed by strings is joined (dictionary lookups, no sort); ``shared``: the store
-    where evaluations of these qrels keep what depends on them alone (``Prepared``)."""
+    where evaluations of these qrels keep what depends on them alone (``Prepared``);
+    ``exclude_seen``: as :func:`read` takes it (read once already, a
+    ``conformance.io.seen.Seen``, for a loop over runs)."""
     from conformance import io as cio
 
     read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, columns=columns, limits=limits)
+    read_run = _unseen(read_run, exclude_seen, columns, limits)
     return _joined(read_qrels, read_run, duplicates, judged, shared)
 
 
@@ -295,9 +308,11 @@ def evaluate_inputs(inputs: Inputs, measures: Sequence[Measure],
 
 def evaluate(qrels: Any, run: Any, measures: Sequence[Measure], profile: str | Conventions = "trec_eval",
              overrides: Mapping[str, Any] | None = None, *, columns: Mapping[str, str] | None = None,
-             limits: Any = None, tie_check: bool = False) -> Result:
+             limits: Any = None, tie_check: bool = False, exclude_seen: Any = None) -> Result:
     """Read both inputs and evaluate ``measures`` under ``profile`` with ``overrides``: the
-    whole pipeline (see the module docstring); ``tie_check`` as in :func:`evaluate_inputs`."""
+    whole pipeline (see the module docstring); ``tie_check`` as in :func:`evaluate_inputs`,
+    ``exclude_seen`` as in :func:`read`."""
     convs = conventions_for(profile, measures, overrides)
-    inputs = read(qrels, run, one_duplicates_rule(convs), columns=columns, limits=limits)
+    inputs = read(qrels, run, one_duplicates_rule(convs), columns=columns, limits=limits,
+                  exclude_seen=exclude_seen)
     return evaluate_inputs(inputs, measures, convs, tie_check)

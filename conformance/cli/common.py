@@ -275,6 +275,26 @@ def input_options(func):
              "qid=query,docid=passage,score=sim).")(func)
 
 
+def exclude_seen_option(func):
+    """--exclude-seen TRAIN (eval and run): the training table whose pairs leave the run."""
+    return click.option(
+        "--exclude-seen", "exclude_seen", metavar="TRAIN", default=None,
+        help="A training table (CSV/TSV/Parquet/Arrow with user and item columns, or TREC qrels): "
+             "the items each user interacted with there are removed from that user's "
+             "recommendations before measuring, as recommender libraries mask them; the rows "
+             "removed are counted on stderr and in JSON output.")(func)
+
+
+def seen_line(run) -> str | None:
+    """One line: what --exclude-seen removed from ``run`` (None when it was not given)."""
+    seen = getattr(run.counts, "seen", None)
+    if seen is None:
+        return None
+    return (f"--exclude-seen {seen['source']}: {plural(seen['pairs'], 'training pair')} of "
+            f"{plural(seen['users'], 'user')}; {plural(seen['removed'], 'recommended item')} removed "
+            f"from {plural(seen['users_with_removed'], 'user')} of the run")
+
+
 def reading(columns: str | None, max_input_bytes: str | None, max_line_bytes: str | None) -> dict:
     """The keyword arguments of ``load_qrels`` / ``load_run`` that :func:`input_options` give."""
     from conformance.io.limits import Limits
@@ -422,14 +442,21 @@ def input_warnings(qrels, run, conv, measures: list[Measure]) -> list[str]:
     out = []
     for what, table in (("qrels", qrels), ("run", run)):
         c = table.counts
-        if c.ignored:
-            why = ", ".join(f"{reason}: {n}" for reason, n in sorted(c.reasons.items()))
-            out.append(f"{what} {table.source}: {plural(c.ignored, 'row')} of {c.read} ignored ({why})")
+        # rows removed by --exclude-seen were asked for: its own line says how many (seen_line)
+        unasked = {r: n for r, n in c.reasons.items() if r != "seen in training"}
+        if unasked:
+            why = ", ".join(f"{reason}: {n}" for reason, n in sorted(unasked.items()))
+            out.append(f"{what} {table.source}: {plural(sum(unasked.values()), 'row')} of {c.read} "
+                       f"ignored ({why})")
         if getattr(c, "extra_fields", 0):
             out.append(
                 f"{what} {table.source}: {plural(c.extra_fields, 'row has', 'rows have')} more than "
                 "6 fields; the fields after the sixth were ignored, as trec_eval does (a trailing "
                 "'# comment' is such fields; a file whose lines end in a bare CR is read as one line)")
+    listed = getattr(run.counts, "ranked_lists", None)
+    if listed:
+        out.append(f"run {run.source}: the list column {listed!r} holds each user's ranking: its order "
+                   "is the order (first item rank 1; each library is given the rank negated as its score)")
     ranked_by = getattr(run.counts, "score_from_rank", None)
     if ranked_by:
         out.append(f"run {run.source}: no score column: the rank column {ranked_by!r} is the order "

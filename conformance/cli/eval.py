@@ -34,7 +34,13 @@ Output formats:
   ``--set``), ``overrides`` (measure -> the axes its name fixes, for measures whose name fixes
   any), ``metrics`` (measure -> aggregate), ``per_query`` (query -> measure -> value, only with
   ``--per-query``) and ``counts`` (``qrels`` and ``run``: rows read/used/ignored;
-  ``queries``: scored, run_only, qrels_only). Full float precision; NaN is ``null``.
+  ``queries``: scored, run_only, qrels_only; with ``--exclude-seen``, ``run.seen``: the
+  training table, its pairs and users, the rows removed and the users they came from). Full
+  float precision; NaN is ``null``.
+
+``--exclude-seen TRAIN``: the items each user interacted with in the training table TRAIN are
+removed from that user's recommendations before any measure (``conformance.io.seen``); the
+removed rows are counted as ignored ("seen in training") and one stderr line says how many.
 
 Measures are keyed by the spelling the user gave (``ndcg_cut_10`` stays ``ndcg_cut_10``). A
 query that does not enter a measure's aggregate (``empty_query=skip``) has no per-query value for
@@ -55,9 +61,9 @@ from typing import Any
 
 import click
 
-from conformance.cli.common import (DEFAULT_METRICS, State, about, describe, fail, input_options, input_warnings,
-                                    overrides_of, profile_help, reading, reports_errors,
-                                    set_option, shown, warn)
+from conformance.cli.common import (DEFAULT_METRICS, State, about, describe, exclude_seen_option, fail,
+                                    input_options, input_warnings, overrides_of, profile_help, reading,
+                                    reports_errors, seen_line, set_option, shown, warn)
 from conformance.conventions import AXES, format_value
 from conformance.measures import parse_measures
 
@@ -97,10 +103,11 @@ from conformance.measures import parse_measures
 @click.option("--spark-master", metavar="URL", default=None,
               help="The Spark master for --engine spark [default: $CONFORMANCE_SPARK_MASTER, else "
                    "local[*]].")
+@exclude_seen_option
 @input_options
 @reports_errors
 def command(qrels_path, run_path, example, metrics, profile_name, settings, per_query, fmt, statement,
-            quiet, engine, spark_master, columns, max_input_bytes, max_line_bytes) -> None:
+            quiet, engine, spark_master, exclude_seen, columns, max_input_bytes, max_line_bytes) -> None:
     """Evaluate a run against qrels, like trec_eval, under a named profile.
 
     Measure names fix the axes they name (P(rel=2)@5 fixes the relevance threshold,
@@ -129,6 +136,8 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
         missing = " and ".join(n for n, p in (("--qrels", qrels_path), ("--run", run_path)) if not p)
         fail(f"missing {missing}: give --qrels FILE --run FILE, or --example to try the bundled example")
 
+    if engine == "spark" and exclude_seen:
+        fail("--exclude-seen is the local engine's: --engine spark reads its inputs in Spark")
     if engine == "spark":
         _spark(qrels_path, run_path, example, measures, profile_name, overrides, base, per_query,
                fmt, statement, quiet, spark_master, columns)
@@ -144,7 +153,7 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
         # api.evaluate's pipeline, with the tie check made from the evaluation's own ranking
         distinct = list({(m, m.text): m for m in measures}.values())  # as api.evaluate keys them
         result = pipeline.evaluate(qrels_path, run_path, distinct, profile_name, overrides,
-                                   tie_check=True, **how)
+                                   tie_check=True, exclude_seen=exclude_seen, **how)
     from conformance import statement as said
 
     sentences = said.statements(result, profile_name) if statement else None
@@ -292,6 +301,9 @@ def _report_counts(result) -> None:
     q = result.queries
     click.echo(f"conformance: {describe('qrels', result.qrels)}", err=True)
     click.echo(f"conformance: {describe('run', result.run)}", err=True)
+    seen = seen_line(result.run)
+    if seen is not None:
+        click.echo(f"conformance: {seen}", err=True)
     click.echo(
         f"conformance: queries: {q['scored']} scored, {q['run_only']} only in the run, "
         f"{q['qrels_only']} only in the qrels",

@@ -12,7 +12,9 @@ measure family over every case. Then the entries that ran and any that could not
 unexplained finding and library error in full, and the summary line. ``--details`` adds the
 per case x measure tables on the corpus and the explanations of every pair of classes
 (``conformance.summary``); ``--json`` and ``--html`` hold everything. ``--quiet`` only silences
-stderr's progress and input warnings. ``--format json``: the document of ``--json`` (same keys)
+stderr's progress and input warnings. ``--exclude-seen TRAIN`` (with ``--qrels``/``--run``):
+the training table's pairs are removed from the run before any entry or the reference sees it
+(``conformance.io.seen``), and one stderr line says how many. ``--format json``: the document of ``--json`` (same keys)
 with ``table`` added.
 
 Exit status: 0 when every disagreement is explained, 1 when any is unexplained, 4 when no
@@ -28,10 +30,10 @@ import os
 
 import click
 
-from conformance.cli.common import (Tolerance, about, check_outputs, describe, input_options,
-                                    input_warnings, lib_timeout_option, libs_option, overrides_of,
-                                    plural, profile_help, reading, reports_errors, select_entries,
-                                    set_option, shown, warn, with_progress)
+from conformance.cli.common import (Tolerance, about, check_outputs, describe, exclude_seen_option,
+                                    input_options, input_warnings, lib_timeout_option, libs_option,
+                                    overrides_of, plural, profile_help, reading, reports_errors,
+                                    seen_line, select_entries, set_option, shown, warn, with_progress)
 from conformance.errors import ConformanceError
 from conformance.cli.common import SOME_NAMED_MISSING
 from conformance.measures import parse_measures
@@ -67,10 +69,12 @@ from conformance.measures import parse_measures
 @set_option("Override one axis of your conventions (of --profile, else trec_eval's), e.g. "
             "--set duplicates=first to read a run that lists a docid twice (every library is "
             "then given its first listing); repeatable.")
+@exclude_seen_option
 @input_options
 @reports_errors
 def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html_path, fmt, tol,
-            lib_timeout, quiet, details, profile_name, settings, columns, max_input_bytes, max_line_bytes):
+            lib_timeout, quiet, details, profile_name, settings, exclude_seen, columns, max_input_bytes,
+            max_line_bytes):
     """Run library entries beside the reference over the edge-case corpus (or your files) and
     explain every disagreement by the conventions that cause it.
 
@@ -93,9 +97,11 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
         raise ConformanceError("--qrels and --run go together")
     if qrels_path is not None and cases_dir is not None:
         raise ConformanceError("give either --cases or --qrels/--run, not both")
+    if exclude_seen is not None and qrels_path is None:
+        raise ConformanceError("--exclude-seen masks your own run: give it with --qrels and --run")
     # the entries selected by name (an entry's or a library's), whose absence the exit says
     asked = [] if libs.strip() == "all" else [e.name for e in chosen]
-    check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, cases_dir])
+    check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, cases_dir, exclude_seen])
     how = reading(columns, max_input_bytes, max_line_bytes) if qrels_path is not None else {}
 
     def ready(subjects, status):
@@ -103,6 +109,8 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
             s = subjects[0]
             click.echo(f"conformance: {describe('qrels', s.qrels)}", err=True)
             click.echo(f"conformance: {describe('run', s.run)}", err=True)
+            if seen_line(s.run) is not None:
+                click.echo(f"conformance: {seen_line(s.run)}", err=True)
             for text in input_warnings(s.qrels, s.run, None, s.measures):
                 warn(text)
         for name, st in status.items():  # even with --quiet: a library missing from the answer
@@ -125,7 +133,7 @@ def command(libs, cases_dir, qrels_path, run_path, metric_lists, json_path, html
                                      timeout=lib_timeout, cases=cases_dir,
                                      name=shown(os.path.basename(run_path)) if run_path else "input",
                                      progress=progress, on_ready=ready, profile=profile_name,
-                                     overrides=overrides or None, **how),
+                                     overrides=overrides or None, exclude_seen=exclude_seen, **how),
         quiet, "cases", total=total if total is not None else 1)
     # the files first, whole or not at all: a reader of stdout that goes away (| head) or a
     # stop signal during the summary cannot cost them
