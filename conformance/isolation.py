@@ -248,7 +248,10 @@ def _start(key: str | None, python: str | None = None,
     paths = [p for p in sys.path if p and os.path.isdir(p)] if path is None else list(path)
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     debug = os.environ.get("CONFORMANCE_DEBUG") == "1"
-    argv = [python or sys.executable, "-c",
+    # an explicit path is the child's whole search path: -P (3.11+) keeps the working folder off
+    # it, where another copy of the package could stand before the one the path links to
+    safe = ["-P"] if path is not None and sys.version_info >= (3, 11) else []
+    argv = [python or sys.executable, *safe, "-c",
             "import sys; from conformance.isolation import _serve; _serve(sys.argv[1], int(sys.argv[2]))",
             key if key is not None else "", str(os.getpid())]
     proc = _in_long_lived_thread(lambda: subprocess.Popen(
