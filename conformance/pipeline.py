@@ -11,7 +11,9 @@ mapping, a :class:`~conformance.io.Qrels` / :class:`~conformance.io.Run`).
   for a docid listed twice in a query is left to the join (:func:`read` says when it ran). Two
   dicts keyed by strings are joined by looking each run pair up in the qrels dict (one C-level
   lookup a row; ``prepare.looked_up_labels``), and :func:`join` does the same for many runs
-  against one qrels through its judgments made once.
+  against one qrels through its judgments made once. ``exclude_seen`` (both): a training
+  table whose (user, item) pairs leave the run before the join (``conformance.io.seen``), so
+  every measure and every library sees the masked lists.
 - :func:`conventions_for` gives each measure its conventions: the profile's for that measure
   (profiles differ by measure: torchmetrics' AP is not its nDCG), the overrides, then the axes
   the measure's name fixes (``P(rel=2)@5``).
