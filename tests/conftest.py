@@ -38,8 +38,8 @@ def require_available(e) -> None:
     if e.library in allowed_missing() or e.name in allowed_missing():
         pytest.skip(f"{e.name}: library {e.module!r} is not installed (allowed by "
                     "CONFORMANCE_ALLOW_MISSING)")
-    pytest.fail(f"{e.name}: library {e.module!r} is not installed; install it, or set "
-                f"CONFORMANCE_ALLOW_MISSING={e.library} to report it as skipped")
+    pytest.fail(f"{e.name}: library {e.module!r} is {e.import_status().describe()}; install it, "
+                f"or set CONFORMANCE_ALLOW_MISSING={e.library} to report it as skipped")
 
 
 def pytest_configure(config) -> None:
