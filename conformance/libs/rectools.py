@@ -34,8 +34,9 @@ Every metric takes k: there is no measure without a cutoff.
 Not supported, and why: ``MAP(k, divide_by_k=True)`` divides by k, a value of
 ``ap_denominator`` the reference does not have yet; ``Precision(k, r_precision=True)`` is
 hits / min(k, R) (not R-precision, which reads the top R), a capped recall the reference does not
-have yet; ``F1Beta``, ``Accuracy`` and ``MCC`` are not asked (F1Beta divides 0 by 0 when no
-item is a hit, and the others need a catalogue); ``debias_config`` (down-sampling popular
+have yet (live: relevant {a, b}, list a, c, b: ``Precision(3, r_precision=True)`` = 2 / 2);
+``F1Beta`` is not offered yet (not held to the reference's F1 in a live test), ``Accuracy`` and
+``MCC`` read a catalogue of items no run states; ``debias_config`` (down-sampling popular
 items) is a convention no other library has.
 
 Facts behind the profiles (rectools 0.19.0, ``rectools/metrics/ranking.py``,
