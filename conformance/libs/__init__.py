@@ -24,7 +24,8 @@ _MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures"
             # their own extras
             "trectools", "mteb", "ragas", "spark",
             # recommender-system libraries, each its own extra
-            "cornac", "keras_rs", "implicit", "rectools", "lenskit", "recommenders"]
+            "cornac", "keras_rs", "implicit", "rectools", "lenskit", "recommenders",
+            "catboost"]
 
 
 class AdapterImportError(ImportError):
