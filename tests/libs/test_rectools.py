@@ -149,6 +149,14 @@ def test_the_threshold_chooses_the_interactions():
     assert lv.per_query == {"u1": 1.0}  # only a (label 2) is an interaction, and it is ranked
 
 
+def test_r_precision_is_hits_over_min_k_r_a_capped_recall_not_offered():
+    # relevant a and b, list a, c, b: 2 hits in the top 3 over min(3, R = 2); R-precision (the
+    # top R = 2: a, c) would be 1/2
+    reco = [("u", "a", 1), ("u", "c", 2), ("u", "b", 3)]
+    assert direct("Precision(k=3, r_precision=True)", reco, [("u", "a"), ("u", "b")]) == {"u": 1.0}
+    assert not entry("rectools").supports(parse_measure("Rprec"))
+
+
 def test_what_is_not_claimed():
     e, a = entry("rectools"), entry("rectools:achievable")
     for text in ("nDCG", "AP", "SetP", "RR", "Rprec", "F1@3", "DCG@3"):
