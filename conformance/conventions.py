@@ -219,8 +219,9 @@ GEOMETRIC_FLOOR = 0.00001
 
 
 def geometric_floor(value: str) -> float | None:
-    """The floor of a ``mean`` value: ``"geometric"`` -> 1e-05; ``"arithmetic"`` -> None."""
-    if value == "arithmetic":
+    """The floor of a ``mean`` value: ``"geometric"`` -> 1e-05; ``"arithmetic"`` and
+    ``"micro"`` -> None."""
+    if value in ("arithmetic", "micro"):
         return None
     _, _, floor = value.partition(":")
     return float(floor) if floor else GEOMETRIC_FLOOR
@@ -321,14 +322,17 @@ AXES: dict[str, Axis] = {
                 "relevant": "R, every relevant judged document, retrieved or not",
                 "retrieved_relevant": "the relevant documents found in the (cut) list",
                 "min_k_relevant": "min(k, R)",
+                "k": "k, whatever R and the list's length (RecTools' MAP(divide_by_k=True)); "
+                     "without a cutoff the list's length n, the k every rank of the list fills "
+                     "(as P without a cutoff divides by n), so an empty list scores 0",
             },
             default="relevant",
             group="named",
             stage="denominator",
-            swept=("relevant", "retrieved_relevant", "min_k_relevant"),
+            swept=("relevant", "retrieved_relevant", "min_k_relevant", "k"),
             phrases={"relevant": "AP over all relevant documents",
                      "retrieved_relevant": "AP over the relevant documents retrieved",
-                     "min_k_relevant": "AP over min(k, R)"},
+                     "min_k_relevant": "AP over min(k, R)", "k": "AP over k"},
             explorer=True,
         ),
         Axis(
@@ -608,15 +612,24 @@ AXES: dict[str, Axis] = {
                 "arithmetic": "the arithmetic mean",
                 "geometric": "the geometric mean, exp(mean(log(max(v, 0.00001)))), trec_eval's "
                              "gm_map and gm_bpref (MIN_GEO_MEAN = 0.00001)",
+                "micro": "the micro average: each counted query's numerator and denominator "
+                         "summed, then divided once (0 when the denominators sum to 0), for "
+                         "the families that are one ratio per query: P (relevant in the top k "
+                         "over k, or min(k, n)), R (over R) and Rcap (over min(k, R): implicit's "
+                         "ranking_metrics_at_k 'precision'); every other family refuses it. "
+                         "empty_query=zero sums an empty query's parts as they are (P adds its "
+                         "k to the denominator, R and Rcap add nothing), skip leaves them out, "
+                         "nan makes the result NaN, one is refused (no parts give a query 1)",
             },
             default="arithmetic",
             group="averaging",
             stage="aggregate",
             parse_open=_parse_geometric,
             open_meaning="'geometric:EPS': the geometric mean with every value raised to EPS first",
-            swept=("arithmetic", "geometric"),
+            swept=("arithmetic", "geometric", "micro"),
             phrases={"arithmetic": "the arithmetic mean over queries",
-                     "geometric": "the geometric mean over queries (trec_eval's gm_)"},
+                     "geometric": "the geometric mean over queries (trec_eval's gm_)",
+                     "micro": "numerators and denominators summed over queries (micro average)"},
         ),
         Axis(
             "bpref_denominator",

@@ -18,7 +18,7 @@ from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves
 from conformance.reference.context import Context, JudgedIdeal
-from conformance.reference.formulas import CURVES, FORMULAS, READS_LABELS, READS_POOL
+from conformance.reference.formulas import CURVES, FORMULAS, RATIO_PARTS, READS_LABELS, READS_POOL
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference import tiecheck
 from conformance.reference.ranking import exponential_shift, gains, rank
@@ -51,6 +51,9 @@ class Evaluation:
     tie_changed: dict[Measure, np.ndarray | None] = field(default_factory=dict)
     # Asked for by evaluate(..., trace=queries): measure -> qid -> the pieces of its value
     traces: dict[Measure, dict[str, Trace]] = field(default_factory=dict)
+    # Under mean=micro: per order of tied documents, each query's (numerator, denominator),
+    # NaN numerators for the empty queries under empty_query=nan
+    micro: dict[Measure, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
 
     def aggregate(self, m: Measure, upper: bool = False) -> float:
         """Mean over counted queries (sum for the Num* counts; under ``mean=geometric`` the
@@ -62,6 +65,13 @@ class Evaluation:
     def _aggregate(self, m: Measure, upper: bool, rounded: bool) -> float:
         if m in self.curve:
             return self.curve[m][1 if upper else 0]
+        if m in self.micro:
+            keep = self.counted[m]
+            ends = [micro_mean(num[keep], den[keep]) for num, den in self.micro[m]]
+            mean = max(ends) if upper else min(ends)
+            if rounded and self.conventions[m].rounding is not None:
+                mean = round(mean, self.conventions[m].rounding)
+            return mean
         if m in self.unrounded:
             values = self.unrounded[m][1 if upper else 0][self.counted[m]]
         else:
@@ -150,7 +160,7 @@ def evaluate(
             if not np.array_equal(result.qids, part.qids):
                 raise EvaluationError("measures in one evaluation disagree on the query set")
             for d in ("per_query", "upper", "counted", "conventions", "curve", "unrounded",
-                      "tie_changed", "traces"):
+                      "tie_changed", "traces", "micro"):
                 getattr(result, d).update(getattr(part, d))
     if result is None:
         shaped = reshaped(prep, conventions)
@@ -304,6 +314,16 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
         out = {}
         changed = {}
         for m in measures:
+            if m in micro:
+                if m.family not in RATIO_PARTS:
+                    raise EvaluationError(
+                        f"{m.text}: mean=micro sums each query's numerator and denominator, "
+                        f"which only {', '.join(RATIO_PARTS)} have; choose another mean")
+                if conv.empty_query == "one":
+                    raise EvaluationError(
+                        f"{m.text}: under mean=micro a query without relevant documents adds "
+                        "its numerator and denominator, and none make it score 1 "
+                        "(empty_query=one); choose another empty_query rule")
             masked = masked_labels is not None and "ranked_relevance" in m.record.groups
             if conv.ties == "unspecified":
                 # each family's two ends order tied documents by what its value rises with
@@ -320,6 +340,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                     ctx.shown = None
             else:
                 out[m] = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+            if m in micro:
+                micro[m] = [RATIO_PARTS[m.family](ctx, m) for ctx in contexts]
             if tie_check:
                 changed[m] = tiecheck.changed(m, conv, contexts[0].ranked, out[m][0][1],
                                               shifted=shift is not None)
@@ -330,9 +352,12 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
 
     curves: dict[Measure, list] = {}
     shown: dict[Measure, list] = {}  # under a trace: (context, pieces shown) per order
+    # mean=micro: measure -> per order, (numerator, denominator) per query, filled by results
+    micro: dict[Measure, list] = {m: [] for m in measures
+                                  if conv.mean == "micro" and "averaging" in m.record.groups}
     halves = prep.run_halves if q_rows is prep.run_q else query_halves(q_rows, nq)
-    if traced or any(m.family in CURVES for m in measures):
-        halves = [slice(None)]  # a curve is averaged over every query at once
+    if traced or micro or any(m.family in CURVES for m in measures):
+        halves = [slice(None)]  # a curve (a micro average) is taken over every query at once
     if len(halves) == 2:
         # Two threads, one per half of the queries (``parallel``). Every value is a function of
         # its own query's rows (per-query sums are taken range by range), so the result is the
@@ -388,6 +413,14 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
         if traced:
             out.traces[m] = _traces(prep, rows, jmask, q_rows, primary, traced, shown[m],
                                     results_m, settled, lo, hi, counted)
+        if m in micro:
+            if conv.query_set == "qrels_strict":  # a judged query missing from the run: 0 hits
+                missing = ~prep.in_run[scored]
+                micro[m] = [(np.where(missing, 0.0, num), den) for num, den in micro[m]]
+            empty = results_m[0][1]
+            if conv.empty_query == "nan" and empty.any():
+                micro[m] = [(np.where(empty, np.nan, num), den) for num, den in micro[m]]
+            out.micro[m] = micro[m]
         if m in curves:
             fill = {"zero": 0.0, "one": 1.0, "nan": np.nan}.get(conv.empty_query)
             ends = [f(counted, fill) for f in curves[m]]
@@ -442,6 +475,18 @@ END_RULES = {
     "judged": ("unjudged_first", "judged_first"),
     "none": ("pessimistic", "optimistic"),
 }
+
+
+def micro_mean(num: np.ndarray, den: np.ndarray) -> float:
+    """``mean=micro``: the numerators' sum over the denominators' sum of the counted queries;
+    NaN when no query counts (or a numerator is NaN), 0 when the denominators sum to 0 (0/0
+    read as nothing found, as each query's own ratio is)."""
+    if not num.size:
+        return float("nan")
+    top, bottom = float(num.sum()), float(den.sum())
+    if bottom == 0 and not np.isnan(top):
+        return 0.0
+    return top / bottom
 
 
 def missing_score_zero(values: np.ndarray, empty: np.ndarray,

@@ -33,33 +33,57 @@ from conformance.reference.formulas_graded import (_CWL, auroc, bin_g, cwl, err,
                                                    recall_at_precision_curve, rndcg)
 
 
+def precision_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    """P@k's numerator and denominator per query: relevant in top k, and k (min(k, n) under
+    ``k_beyond_list=min_k_n``; n without a cutoff)."""
+    num, den = ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff)
+    ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=den,
+             denominator_is="n" if m.cutoff is None else (
+                 "min(k, n)" if ctx.conv.k_beyond_list == "min_k_n" else "k"))
+    return num, den
+
+
 def precision(ctx: Context, m: Measure) -> Result:
     """P@k = (relevant in top k) / k.
 
     With ``k_beyond_list=min_k_n`` the denominator is min(k, n); a query that retrieved
     nothing then scores 0 (0/0 read as nothing found). Empty when R = 0.
     """
-    num, den = ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff)
-    ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=den,
-             denominator_is="n" if m.cutoff is None else (
-                 "min(k, n)" if ctx.conv.k_beyond_list == "min_k_n" else "k"))
-    return _safe_div(num, den), ctx.R == 0
+    return _safe_div(*precision_parts(ctx, m)), ctx.R == 0
 
 
-def recall(ctx: Context, m: Measure) -> Result:
-    """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0."""
+def recall_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    """R@k's numerator and denominator per query: relevant in top k, and R."""
     R = ctx.R
     num = ctx.relevant_in_top(m.cutoff)
     ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=R,
              denominator_is="R")
-    return _safe_div(num, R.astype(float)), R == 0
+    return num, R.astype(float)
+
+
+def recall(ctx: Context, m: Measure) -> Result:
+    """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0."""
+    return _safe_div(*recall_parts(ctx, m)), ctx.R == 0
+
+
+def capped_recall_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
+    """Rcap@k's numerator and denominator per query: relevant in top k, and min(k, R)."""
+    num = ctx.relevant_in_top(m.cutoff)
+    den = np.minimum(ctx.R.astype(float), float(m.cutoff))
+    ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=den,
+             denominator_is="min(k, R)")
+    return num, den
 
 
 def capped_recall(ctx: Context, m: Measure) -> Result:
     """Rcap@k = (relevant in top k) / min(k, R): recall that a list of k can reach in full (BEIR's
     and MTEB's R_cap@k). Empty when R = 0."""
-    R = ctx.R.astype(float)
-    return _safe_div(ctx.relevant_in_top(m.cutoff), np.minimum(R, float(m.cutoff))), R == 0
+    return _safe_div(*capped_recall_parts(ctx, m)), ctx.R == 0
+
+
+# The families that are one ratio per query, by their (numerator, denominator) per query:
+# what mean=micro sums over the queries before dividing once.
+RATIO_PARTS = {"P": precision_parts, "R": recall_parts, "Rcap": capped_recall_parts}
 
 
 def hole(ctx: Context, m: Measure) -> Result:
@@ -138,8 +162,9 @@ def average_precision(ctx: Context, m: Measure) -> Result:
     """AP@k = sum over relevant ranks i <= k of P@i, divided by D.
 
     D by ``ap_denominator``: ``relevant`` R (trec_eval's map and map_cut_k), ``retrieved_relevant``
-    the relevant documents in the top k, ``min_k_relevant`` min(k, R). Empty when R = 0; when
-    D = 0 on a non-empty query (nothing relevant retrieved) AP is 0.
+    the relevant documents in the top k, ``min_k_relevant`` min(k, R), ``k`` k itself (n, the
+    list's length, without a cutoff). Empty when R = 0; when D = 0 on a non-empty query
+    (nothing relevant retrieved, or an empty list under ``k`` without a cutoff) AP is 0.
     """
     k = m.cutoff
     num = ctx.ranked.upto(ctx.ranked.ap_term, k)
@@ -151,6 +176,10 @@ def average_precision(ctx: Context, m: Measure) -> Result:
             return _ap_retrieved_relevant_end(ctx, k), R == 0
         ctx.require_fixed_count(k, f"AP@{k} with ap_denominator=retrieved_relevant")
         den, what = ctx.relevant_in_top(k), "relevant in the top k"
+    elif ctx.conv.ap_denominator == "k":
+        # n without a cutoff (distinct documents under duplicates=set, as P's n)
+        den, what = (ctx.list_denominator(None), "n") if k is None else (
+            np.full(R.size, float(k)), "k")
     else:
         den, what = (R, "R") if k is None else (np.minimum(R, float(k)), "min(k, R)")
     ctx.show(sums="ap_term", cut=ctx.ranked.cut(k), numerator=num, denominator=den,

@@ -55,7 +55,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 4. shares the judged ideal DCG between every context with the same gains and discount;
 5. treats ``empty_query`` and ``query_set`` as aggregation only: per-query values are computed
    once over every judged query, and each (empty rule, query set) pair is a mean over a
-   selection of them, as ``Evaluation.aggregate`` takes it;
+   selection of them, as ``Evaluation.aggregate`` takes it (``mean=micro`` sums numerators
+   and denominators, which the per-query values do not hold: its cells of the ratio families
+   are evaluated by ``evaluate``, every other family's refuse it);
 6. aliases orderings that cannot differ on this input: float32 is float64 when narrowing merges
    no scores; every tie rule is one when no two scores of a query are equal;
 7. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
@@ -86,7 +88,7 @@ from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference import evaluate
 from conformance.reference.evaluate import missing_score_zero, round_half_even
-from conformance.reference.formulas import FORMULAS
+from conformance.reference.formulas import FORMULAS, RATIO_PARTS
 from conformance.reference.prepare import Prepared
 from conformance.reference.ranking import EXPONENTIAL_HEADROOM
 from conformance.reference.sweep_engine import BASE, SWEPT_VALUES, _Engine
@@ -420,7 +422,15 @@ class Sweep:
                 qset = overrides.get("query_set", chosen.get("query_set", BASE.query_set))
                 mean = overrides.get("mean", chosen.get("mean", BASE.mean))
                 rnd = overrides.get("rounding", chosen.get("rounding", BASE.rounding))
-                if isinstance(found, _ByEvaluate):
+                if mean == "micro":
+                    # sums of each query's numerator and denominator, which the shared
+                    # per-query values do not hold: evaluate itself, for the ratio families
+                    akey = (fkey, rule, qset, mean, rnd)
+                    if akey not in aggregates:
+                        aggregates[akey] = (
+                            self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)
+                            if m.family in RATIO_PARTS and rule != "one" else None)
+                elif isinstance(found, _ByEvaluate):
                     akey = (fkey, rule, qset, mean, rnd)
                     if akey not in aggregates:
                         aggregates[akey] = self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)

@@ -619,10 +619,10 @@ def explorer_not_here(conv: Conventions, family: str | None = None) -> list[str]
 def explorer_uses(family: str, at: bool) -> list[str]:
     """The explorer axes one explorer measure reads: its family's axes (the records), less what
     the explorer's list makes idle. That list holds every judged document, so the ideal is the
-    same from either source, and AP without a cutoff divides by R under every denominator."""
+    same from either source (AP without a cutoff divides by R under every denominator but k,
+    which divides by the list's length)."""
     f = FAMILIES[family]
-    idle = {"ideal"} | (set() if at else {a for a in AXES if AXES[a].with_cutoff_only}
-                        | {"ap_denominator"})
+    idle = {"ideal"} | (set() if at else {a for a in AXES if AXES[a].with_cutoff_only})
     return [a for a in EXPLORER_AXES if a in f.axes and a not in idle]
 
 

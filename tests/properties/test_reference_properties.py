@@ -102,7 +102,7 @@ def conventions_st(ties=st.sampled_from(ALL_TIES), empty=st.sampled_from(["zero"
         discount=st.sampled_from(["log2", "jarvelin", "log:10", "jarvelin:3"]),
         ideal=st.sampled_from(["judged", "retrieved"]),
         k_beyond_list=st.sampled_from(["k", "min_k_n"]),
-        ap_denominator=st.sampled_from(["relevant", "retrieved_relevant", "min_k_relevant"]),
+        ap_denominator=st.sampled_from(["relevant", "retrieved_relevant", "min_k_relevant", "k"]),
         empty_query=empty,
         ties=ties,
         relevance_threshold=st.sampled_from([1, 1, 2]),

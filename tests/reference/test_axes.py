@@ -128,11 +128,14 @@ CASES: dict[str, AxisCase] = {
     "ap_denominator": AxisCase(
         qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 1), ("q", "d", 1)],
         run=[("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)],
-        measures=[M("AP", 2), M("AP")],
+        measures=[M("AP", 2), M("AP"), M("AP", 5)],
         expected={
-            "relevant": [(1 / 1) / 3, (1 / 1 + 2 / 3) / 3],
-            "retrieved_relevant": [(1 / 1) / 1, (1 / 1 + 2 / 3) / 2],
-            "min_k_relevant": [(1 / 1) / min(2, 3), (1 / 1 + 2 / 3) / 3],  # no k: R
+            "relevant": [(1 / 1) / 3, (1 / 1 + 2 / 3) / 3, (1 / 1 + 2 / 3) / 3],
+            "retrieved_relevant": [(1 / 1) / 1, (1 / 1 + 2 / 3) / 2, (1 / 1 + 2 / 3) / 2],
+            "min_k_relevant": [(1 / 1) / min(2, 3), (1 / 1 + 2 / 3) / 3,  # no k: R
+                               (1 / 1 + 2 / 3) / min(5, 3)],
+            # k even past the list's 3 documents; no k: the list's length n = 3
+            "k": [(1 / 1) / 2, (1 / 1 + 2 / 3) / 3, (1 / 1 + 2 / 3) / 5],
         },
     ),
     # q1: a (1) alone -> 1 on every measure; q2: b (0) alone, no relevant document
@@ -322,6 +325,7 @@ CASES: dict[str, AxisCase] = {
             "geometric": [(1 * (1 / 2) * 0.00001) ** (1 / 3)],  # 0 raised to trec_eval's floor
             "geometric:0.01": [(1 * (1 / 2) * 0.01) ** (1 / 3)],
             "geometric:0.1": [(1 * (1 / 2) * 0.1) ** (1 / 3)],
+            "micro": RAISES,  # AP is no one ratio per query (tests/reference/test_micro_mean.py)
         },
     ),
     # ranks n1 (0), r1 (1), r2 (1); r3 (1) and n2 (0) judged, not retrieved: R = 3, N = 2;

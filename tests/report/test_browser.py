@@ -602,7 +602,7 @@ def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
         "discount": ["log2", "jarvelin", "jarvelin:3", "log:10", "log:2.5"],
         "ideal": ["judged", "retrieved"],
         "k_beyond_list": ["k", "min_k_n"],
-        "ap_denominator": ["relevant", "retrieved_relevant", "min_k_relevant"],
+        "ap_denominator": ["relevant", "retrieved_relevant", "min_k_relevant", "k"],
         "empty_query": ["zero", "one", "nan", "raise", "skip"],
         "rr_cutoff": ["honour", "ignore"],
         "relevance_threshold": [0, 1, 2, 3, 4],

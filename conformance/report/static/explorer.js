@@ -137,10 +137,12 @@
     out["RR"] = finish(first ? 1 / first : 0, noRel, rule);
     var rrCut = profile.rr_cutoff === "honour" ? k : n;
     out["RR@k"] = finish(first && first <= rrCut ? 1 / first : 0, noRel, rule);
-    // AP without a cutoff: every denominator is R when the list holds every judged document
-    out["AP"] = finish(safeDiv(top(ap, n), R), noRel, rule);
+    // AP without a cutoff: every denominator but k is R when the list holds every judged
+    // document; k is the list's length n there
+    out["AP"] = finish(safeDiv(top(ap, n), profile.ap_denominator === "k" ? n : R), noRel, rule);
     var apden = profile.ap_denominator === "relevant" ? R
-      : profile.ap_denominator === "retrieved_relevant" ? relTop : Math.min(R, k);
+      : profile.ap_denominator === "retrieved_relevant" ? relTop
+      : profile.ap_denominator === "k" ? k : Math.min(R, k);
     out["AP@k"] = finish(safeDiv(top(ap, kk), apden), noRel, rule);
     var idealK = idcg(Math.min(k, n)), idealAll = idcg(n);
     out["nDCG@k"] = finish(safeDiv(dcg(kk), idealK), idealK <= 0, rule);
@@ -569,7 +571,7 @@
       for (var a = 0; a < n; a++) { if (grades[a] >= level) { apRel++; if (a < k) apTop++; } }
       if (Object.keys(dens).length > 1 && apRel > 0) {
         var how = { relevant: "by R = " + apRel, retrieved_relevant: "by the " + apTop + " relevant in the top " + k,
-                    min_k_relevant: "by min(k, R) = " + Math.min(k, apRel) };
+                    min_k_relevant: "by min(k, R) = " + Math.min(k, apRel), k: "by k = " + k };
         out.push("AP@" + k + " divides one sum of precisions at relevant ranks " + Object.keys(dens).sort().map(function (d) {
           return how[d] + " under ap_denominator=" + d + " (" + dens[d].join(", ") + ")";
         }).join(", ") + ".");
