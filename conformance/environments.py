@@ -111,8 +111,10 @@ class Environment:
 
 ENVIRONMENTS: dict[str, Environment] = {e.name: e for e in (
     # rectools 0.19.0 (the newest) declares numpy<2 and pandas<3 on Python 3.11 (its wheel's
-    # Requires-Dist); its metrics need neither torch nor its extras
-    Environment("rectools", ("rectools==0.19.0",),
+    # Requires-Dist); its metrics need neither torch nor its extras. pyarrow from 25 declares no
+    # numpy bound but refuses numpy 1 on import ("pyarrow requires NumPy 2.0 or newer"), and pip,
+    # reading only the declared bounds, takes the newest: 24 is the last that imports beside 1.26
+    Environment("rectools", ("rectools==0.19.0", "pyarrow<25"),
                 why="rectools 0.19.0 requires numpy<2 and pandas<3"),
     # lenskit 2025.8.1 (the newest release Python 3.11 takes; later ones need 3.12) declares
     # pandas<3 and torch (its wheel's Requires-Dist)
