@@ -250,14 +250,16 @@ def class_matrix(result, families: list[dict]) -> list[str]:
             for n in g["names"]:
                 cell[(n, f["family"])] = g["letter"]
     width = max([len(n) for n in names] + [5]) + 2
-    lines = [f"agreement classes per measure family ('=': {result.anchor}'s class on every row, or "
-             "the first class",
-             f"where {result.anchor} has none; 'a', 'b', ...: the family's classes below; '.': no value):",
+    # the key follows the rows, so that the title, the header and a line per entry are all the
+    # first screen holds before them (tests/cli/test_run_corpus.py: 50 lines)
+    lines = ["agreement classes per measure family:",
              " " * width + "  ".join(f["family"] for f in families)]
     for n in names:
         lines.append(n.ljust(width) + "  ".join(cell.get((n, f["family"]), ".").ljust(len(f["family"]))
                                                  for f in families).rstrip())
-    lines.append("")
+    lines += [f"('=': {result.anchor}'s class on every row, or the first class where {result.anchor} "
+              "has none;",
+              "'a', 'b', ...: the family's classes below; '.': no value)", ""]
     return lines
 
 
