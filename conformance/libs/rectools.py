@@ -23,6 +23,7 @@ measure        call                                              entry
 nDCG@k         ``NDCG(k)``                                       ``rectools``
 nDCG@k         ``NDCG(k, divide_by_achievable=True)``            ``rectools:achievable``
 AP@k           ``MAP(k)``                                        ``rectools``
+AP@k           ``MAP(k, divide_by_k=True)``                      ``rectools:divide_by_k``
 RR@k           ``MRR(k)``                                        ``rectools``
 P@k            ``Precision(k)``                                  ``rectools``
 R@k            ``Recall(k)``                                     ``rectools``
@@ -31,8 +32,7 @@ Success@k      ``HitRate(k)``                                    ``rectools``
 
 Every metric takes k: there is no measure without a cutoff.
 
-Not supported, and why: ``MAP(k, divide_by_k=True)`` divides by k, a value of
-``ap_denominator`` the reference does not have yet; ``Precision(k, r_precision=True)`` is
+Not supported, and why: ``Precision(k, r_precision=True)`` is
 hits / min(k, R) (not R-precision, which reads the top R), a capped recall the reference does not
 have yet (live: relevant {a, b}, list a, c, b: ``Precision(3, r_precision=True)`` = 2 / 2);
 ``F1Beta`` is not offered yet (not held to the reference's F1 in a live test), ``Accuracy`` and
@@ -56,7 +56,8 @@ Facts behind the profiles (rectools 0.19.0, ``rectools/metrics/ranking.py``,
   (``stats["n_items"].clip(upper=self.k)``: ``ideal=judged``), the same list 0.38685;
 - MAP: the sum of precision at each relevant rank <= k divided by the user's interaction count
   R (``MAP.fit``: ``n_relevant_items``; ``ap_denominator=relevant``); live: that list, AP@3 =
-  (1/2) / 2 = 0.25;
+  (1/2) / 2 = 0.25; with ``divide_by_k=True`` by k (``sum_precisions / self.k``:
+  ``ap_denominator=k``), (1/2) / 3 = 1/6;
 - MRR: 1 / the first relevant rank <= k, else 0 (``rr_cutoff=honour``);
 - Precision: hits in the top k / k (``confusion_df[TP] / self.k``) even when fewer than k items
   are recommended (``k_beyond_list=k``); live: P@5 of that list = 0.2; Recall: hits / R
@@ -69,7 +70,9 @@ Facts behind the profiles (rectools 0.19.0, ``rectools/metrics/ranking.py``,
   where keeping both listings gives 2.0 and 2.0, and counting one gives 1.0 and 1.0 only by
   chance of this case: relevant {a, f}, list a, a gives R@2 = 2/3, not 1/2 or 1). No value of
   the ``duplicates`` axis says "R counts the listings", so for those three measures the
-  adapter refuses a run that lists a document twice (``duplicates=error``);
+  adapter refuses a run that lists a document twice (``duplicates=error``). ``divide_by_k``
+  divides by k, not by those rows, so it keeps both listings (``duplicates=keep``; live: that
+  list, AP@3 = (1 + 2/2) / 3);
 - the interactions are read as a set of (user, item) rows: no label reaches RecTools, so gain
   is binary (``gain=binary``) and the threshold is the adapter's (``relevance_threshold``).
 """
@@ -101,15 +104,11 @@ COUNTS_ROWS = PROFILE.replace(duplicates="error")
 # NDCG(divide_by_achievable=True): idcg over stats["n_items"].clip(upper=k), min(k, R) ranks,
 # n_items counting merged rows as above
 ACHIEVABLE = COUNTS_ROWS.replace(ideal="judged")
+# MAP(divide_by_k=True): sum_precisions / self.k; the merged rows are not its denominator
+OVER_K = PROFILE.replace(ap_denominator="k")
 
-_CALLS = {  # family -> (class in rectools.metrics, keyword arguments)
-    "nDCG": ("NDCG", {}),
-    "AP": ("MAP", {}),
-    "RR": ("MRR", {}),
-    "P": ("Precision", {}),
-    "R": ("Recall", {}),
-    "Success": ("HitRate", {}),
-}
+_CLASSES = {"nDCG": "NDCG", "AP": "MAP", "RR": "MRR", "P": "Precision", "R": "Recall",
+            "Success": "HitRate"}  # family -> class in rectools.metrics
 
 
 def tables(qrels: Qrels, run: Run, threshold: float):
@@ -145,19 +144,20 @@ class RectoolsEntry(Entry):
     environment = "rectools"
     tolerance = 1e-12  # float64 pandas and scipy arithmetic on ranks read exactly
 
-    def __init__(self, name: str, families: frozenset, achievable: bool = False,
-                 description: str = "") -> None:
-        self.name, self.achievable, self.description = name, achievable, description
-        self.support = Support(families=families, cutoff="required",
+    def __init__(self, name: str, profiles: dict[str, Conventions],
+                 options: dict[str, dict] | None = None, description: str = "") -> None:
+        """``profiles``: family -> profile, the families computed; ``options``: family -> the
+        keyword arguments its class is made with beyond k."""
+        self.name, self.description = name, description
+        self.profiles, self.options = profiles, options or {}
+        self.support = Support(families=frozenset(profiles), cutoff="required",
                                free_axes=frozenset({"relevance_threshold"}))
 
     def profile(self, measure: Measure) -> Conventions:
-        if measure.family == "nDCG":
-            return ACHIEVABLE if self.achievable else PROFILE
-        return COUNTS_ROWS if measure.family in ("AP", "R") else PROFILE
+        return self.profiles.get(measure.family, PROFILE)
 
     def default_profile(self) -> Conventions:
-        return ACHIEVABLE if self.achievable else PROFILE
+        return next(iter(self.profiles.values()))
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         if not self.supports(measure):
@@ -166,25 +166,27 @@ class RectoolsEntry(Entry):
             q, d = duplicate_pair(run)
             return LibraryValues(error=(
                 f"refused by the adapter: the run lists document {d!r} twice for query {q!r}, "
-                f"which RecTools' {_CALLS[measure.family][0]} counts as a second relevant item"))
+                f"which RecTools' {_CLASSES[measure.family]} counts as a second relevant item"))
         import rectools.metrics
 
         threshold = float(measure.conventions(self.profile(measure)).relevance_threshold)
         reco, interactions = tables(qrels, run, threshold)
-        cls_name, kwargs = _CALLS[measure.family]
-        if self.achievable and measure.family == "nDCG":
-            kwargs = {"divide_by_achievable": True}
-        metric = getattr(rectools.metrics, cls_name)(k=int(measure.cutoff), **kwargs)
+        cls = getattr(rectools.metrics, _CLASSES[measure.family])
+        metric = cls(k=int(measure.cutoff), **self.options.get(measure.family, {}))
         per_user = metric.calc_per_user(reco, interactions)
         return LibraryValues(per_query={str(u): float(v) for u, v in per_user.items()},
                              mean=float(per_user.mean()) if len(per_user) else None)
 
 
 ENTRIES: list[Entry] = [
-    RectoolsEntry("rectools", frozenset(_CALLS),
+    RectoolsEntry("rectools", {"nDCG": PROFILE, "AP": COUNTS_ROWS, "RR": PROFILE, "P": PROFILE,
+                               "R": COUNTS_ROWS, "Success": PROFILE},
                   description="rectools.metrics NDCG, MAP, MRR, Precision, Recall, HitRate "
                               "(defaults) on a rank table from the run"),
-    RectoolsEntry("rectools:achievable", frozenset({"nDCG"}), achievable=True,
+    RectoolsEntry("rectools:achievable", {"nDCG": ACHIEVABLE},
+                  {"nDCG": {"divide_by_achievable": True}},
                   description="rectools.metrics NDCG(divide_by_achievable=True): ideal over "
                               "min(k, R) ranks"),
+    RectoolsEntry("rectools:divide_by_k", {"AP": OVER_K}, {"AP": {"divide_by_k": True}},
+                  description="rectools.metrics MAP(divide_by_k=True): AP over k"),
 ]

@@ -16,7 +16,7 @@ import pytest
 
 from conformance.io.data import Qrels, Run
 from conformance.libs import entry
-from conformance.libs.rectools import ACHIEVABLE, COUNTS_ROWS, PROFILE
+from conformance.libs.rectools import ACHIEVABLE, COUNTS_ROWS, OVER_K, PROFILE
 from conformance.measures import Measure, parse_measure
 from libcall import call
 
@@ -82,6 +82,19 @@ def test_map_divides_by_every_relevant_item():
     assert value("AP@3") == pytest.approx((1 / 2) / 2)  # precision 1/2 at a; R = 2 (f unranked)
     assert value("AP@1") == 0.0
     assert COUNTS_ROWS.ap_denominator == "relevant"
+
+
+def test_map_divide_by_k_divides_by_k():
+    assert value("AP@3", lib="rectools:divide_by_k") == pytest.approx((1 / 2) / 3)
+    assert value("AP@5", lib="rectools:divide_by_k") == pytest.approx((1 / 2) / 5)  # past the list
+    # RecTools' MAP docstring: user 2, items 1, 2 recommended, 1 relevant: MAP(k=3,
+    # divide_by_k=True) = 1/3 (precision 1 at rank 1, over k = 3)
+    assert direct("MAP(k=3, divide_by_k=True)", [(2, 1, 1), (2, 2, 2)], [(2, 1)]) == {
+        2: pytest.approx(1 / 3)}
+    # the denominator is k, not the merged rows: a repeated relevant item is two hits, kept
+    qrels, run = [("u1", "a", 1)], [("u1", "a", 2.0), ("u1", "a", 1.5), ("u1", "b", 1.0)]
+    assert value("AP@3", qrels, run, lib="rectools:divide_by_k") == pytest.approx((1 + 2 / 2) / 3)
+    assert OVER_K.ap_denominator == "k" and OVER_K.duplicates == "keep"
 
 
 def test_mrr_within_k():
@@ -158,9 +171,10 @@ def test_r_precision_is_hits_over_min_k_r_a_capped_recall_not_offered():
 
 
 def test_what_is_not_claimed():
-    e, a = entry("rectools"), entry("rectools:achievable")
+    e, a, over_k = entry("rectools"), entry("rectools:achievable"), entry("rectools:divide_by_k")
     for text in ("nDCG", "AP", "SetP", "RR", "Rprec", "F1@3", "DCG@3"):
         assert not e.supports(parse_measure(text)), text
     for text in ("AP@3", "P@3", "R@3"):
         assert not a.supports(parse_measure(text)), text
     assert a.supports(parse_measure("nDCG@3"))
+    assert [f for f in ("nDCG@3", "AP@3", "P@3", "AP") if over_k.supports(parse_measure(f))] == ["AP@3"]
