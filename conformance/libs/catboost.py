@@ -99,7 +99,8 @@ PROFILE = Conventions(
     # rr_cutoff=honour (the default): MRR:top=k is 0 past rank k (live)
     duplicates="keep",  # _listwise passes every listing: the library sees scores, not docids
 )
-# CalcNdcg: idcg > 0 ? dcg / idcg : 1; CalcRecallAtK: relevant != 0 ? ... : 1
+# empty_query=one: for nDCG and R, CalcNdcg returns idcg > 0 ? dcg / idcg : 1 and
+# CalcRecallAtK relevant != 0 ? ... : 1, so a group with nothing relevant scores 1 (live)
 EMPTY_ONE = frozenset({"nDCG", "R"})
 EXP_PROFILE = PROFILE.replace(
     gain="exponential",  # dcg.cpp CalcDcgSorted, type=Exp: pow(2, target) - 1

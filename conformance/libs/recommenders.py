@@ -168,6 +168,7 @@ class RecommendersEntry(Entry):
         self.name = name
         self.score_type = score_type  # ndcg_at_k's score_type
         self.description = description
+        # gain=exponential: ndcg_at_k(score_type="exp") takes 2 ** rating - 1 as the gain (live)
         self._ndcg = NDCG_PROFILE.replace(gain={"binary": "binary", "raw": "linear",
                                                 "exp": "exponential"}[score_type])
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import environments
 from conformance.libs import all_entries, entry
 from libcall import call, only_value
 
@@ -22,6 +23,15 @@ def test_every_entry_names_an_extra_that_installs_it():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for e in all_entries():
         command = e.install_command()
+        if e.environment is not None:
+            # a side environment's entry names the command that makes it, whose requirements
+            # hold the entry's distribution
+            env = environments.environment(e.environment)
+            assert command == env.create_command(), (e.name, command)
+            pins = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower()
+                    for r in env.requirements + env.no_deps}
+            assert e.distribution.lower() in pins, (e.name, pins)
+            continue
         # pip normalises extra names (trec_eval and trec-eval are one extra)
         extra = command.split("[", 1)[1].split("]", 1)[0].replace("-", "_")
         extra = next((x for x in extras if x.replace("-", "_") == extra), None)
