@@ -44,9 +44,12 @@ class EntryMetric:
 
     @property
     def value(self) -> float | None:
-        """The value shown: the live one when the library ran, else the profile's (its low end)."""
+        """The value shown: the live one when the library ran, none when it ran and refused
+        (its profile's number is not the library's), else the profile's (its low end)."""
         if self.live is not None:
             return self.live
+        if self.live_error is not None:
+            return None
         if self.profile is not None and not math.isnan(self.profile[0]):
             return self.profile[0]
         return None

@@ -144,7 +144,13 @@
       : profile.ap_denominator === "retrieved_relevant" ? relTop
       : profile.ap_denominator === "k" ? k : Math.min(R, k);
     out["AP@k"] = finish(safeDiv(top(ap, kk), apden), noRel, rule);
-    var idealK = idcg(Math.min(k, n)), idealAll = idcg(n);
+    // ideal=k_slots: every one of k slots (n without a cutoff) holds the largest gain;
+    // judged_to_list cuts at min(k, n), which the judged ideal of a whole-universe list is
+    var best = n ? ideal[0] : 0;
+    function slots(m) { var s = 0; for (var j = 0; j < m; j++) s += best * discountAt(j + 1, d); return s; }
+    var kSlots = profile.ideal === "k_slots";
+    var idealK = kSlots ? slots(k) : idcg(Math.min(k, n));
+    var idealAll = kSlots ? slots(n) : idcg(n);
     out["nDCG@k"] = finish(safeDiv(dcg(kk), idealK), idealK <= 0, rule);
     out["nDCG"] = finish(safeDiv(dcg(n), idealAll), idealAll <= 0, rule);
     out["DCG@k"] = finish(dcg(kk), idealK <= 0, rule);
