@@ -35,7 +35,7 @@ from conformance.conventions import Conventions
 from conformance.errors import ConformanceError
 from conformance.libs.base import Entry
 from conformance.measures import Measure, parse_measures
-from conformance.profiles import computes, describe, entries, names, profile, select_entries
+from conformance.profiles import entries, profile, select_entries
 
 __all__ = ["Evaluated", "check_paper", "compare", "entries", "evaluate", "profile"]
 

@@ -130,7 +130,6 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
 
     from conformance import io as cio
     from conformance.parallel import in_thread
-    from conformance.reference.prepare import Prepared
 
     how = {"columns": columns, "limits": limits}
     if _is_path(qrels) and _is_path(run):

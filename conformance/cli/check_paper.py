@@ -16,7 +16,6 @@ measure, a percentage above 100%), 3 on an internal error, 128 + N when stopped 
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click

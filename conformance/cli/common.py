@@ -37,7 +37,7 @@ import signal
 import sys
 import unicodedata
 from contextlib import contextmanager
-from typing import Any, Iterable, NoReturn
+from typing import Iterable, NoReturn
 
 import click
 

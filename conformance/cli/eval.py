@@ -120,12 +120,13 @@ def command(qrels_path, run_path, example, metrics, profile_name, settings, per_
     with about("--metrics"):
         measures = parse_measures(list(metrics) if metrics else DEFAULT_METRICS)
     from conformance import api
+    from conformance.profiles import computes
 
     overrides = overrides_of(settings)
     with about("--profile"):
         base = api.profile(profile_name, measures[0])
     base = base.replace(**overrides)
-    uncovered = [m.text for m in measures if not api.computes(profile_name, m)]
+    uncovered = [m.text for m in measures if not computes(profile_name, m)]
     if uncovered and not quiet:
         warn(f"{profile_name} does not compute {', '.join(uncovered)}; computed under "
              f"{profile_name}'s conventions for the measures it has")

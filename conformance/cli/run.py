@@ -32,7 +32,7 @@ import click
 
 from conformance.cli.common import (Tolerance, about, check_outputs, describe, exclude_seen_option,
                                     input_options, input_warnings, lib_timeout_option, libs_option,
-                                    overrides_of, plural, profile_help, reading, reports_errors,
+                                    overrides_of, profile_help, reading, reports_errors,
                                     seen_line, select_entries, set_option, shown, warn, with_progress)
 from conformance.errors import ConformanceError
 from conformance.cli.common import SOME_NAMED_MISSING

@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 import importlib
 import importlib.metadata
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import numpy as np
 
 from conformance.conventions import TREC_EVAL, Conventions
 from conformance.io.data import Qrels, Run

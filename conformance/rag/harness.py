@@ -41,7 +41,7 @@ from conformance.errors import ConformanceError, InputError
 from conformance.measures import Measure
 from conformance.rag import bootstrap, diagnosis, retrieval
 from conformance.rag.generation import GenerationScores, agreement, judge_variants
-from conformance.rag.inputs import (Gold, Outputs, Quality, outputs_from_records, read_corpus, read_gold,
+from conformance.rag.inputs import (Gold, Outputs, Quality, read_corpus, read_gold,
                                     read_outputs, run_of)
 from conformance.rag.choose_judge import make_judge
 from conformance.rag.judges import Judge

@@ -60,9 +60,12 @@ from strategies import Case, cases
 
 # Examples per (entry, measure) group: two thirds on clean labels, one third on unusual ones.
 # The default keeps CI small: about 14 groups per entry x 24 = a few hundred cases per entry.
-# One worker runs the whole module, in order (pytest -n 2 --dist loadgroup): the tolerance-fit
-# test reads the gaps the comparisons before it measured in the same process.
-pytestmark = pytest.mark.xdist_group("differential")
+# Each library's tests run on one worker, in file order (pytest -n 2 --dist loadgroup, a group
+# per library): the tolerance-fit test reads the gaps the comparisons before it measured in the
+# same process, and one library's isolation workers start once; the libraries spread over the
+# workers.
+def _grouped(e) -> pytest.MarkDecorator:
+    return pytest.mark.xdist_group(f"differential-{e.library or e.name}")
 
 EXAMPLES = int(os.environ.get("CONFORMANCE_FUZZ_EXAMPLES", "24"))
 # Libraries whose every call is slow (LightGBM goes through a worker process, one call per
@@ -136,12 +139,16 @@ def _groups() -> list:
                     continue
                 ks = (None,)
             spec = (family, params, overrides)
-            out.append(pytest.param(e, spec, ks,
+            out.append(pytest.param(e, spec, ks, marks=_grouped(e),
                                     id=f"{e.name}-{_label(family, with_cutoff, params, overrides)}"))
     return out
 
 
 GROUPS = _groups()
+
+
+def _entry_params(entries) -> list:
+    return [pytest.param(e, id=e.name, marks=_grouped(e)) for e in entries]
 
 # The default run (CI's) draws the same cases every time: its minimums of value comparisons and
 # the ceilings on known failures are then facts about fixed cases, not a chance of a red build
@@ -161,7 +168,7 @@ def _settings(examples: int) -> settings:
     )
 
 
-@pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
+@pytest.mark.parametrize("e", _entry_params(ENTRIES))
 def test_entry_is_available(e: Entry) -> None:
     _require_available(e)
     assert e.version(), f"{e.name}: installed but its distribution {e.distribution!r} has no version"
@@ -579,7 +586,7 @@ def test_negative_or_fractional_labels(e: Entry, spec: tuple, ks: tuple) -> None
 NO_SHARED_EXAMPLES = max(1, EXAMPLES // 3)
 
 
-@pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
+@pytest.mark.parametrize("e", _entry_params(ENTRIES))
 def test_no_shared_query(e: Entry) -> None:
     """Cases whose run and qrels share no query: a family of its own, since there is no value
     to compare (both sides give no query, or refuse for reasons of one kind). Each case is
@@ -660,8 +667,7 @@ def _hold_to_long_minimum(e: Entry, tallies: dict[str, Tally]) -> None:
 
 
 @pytest.mark.skipif(not FUZZ, reason="long fuzz: set CONFORMANCE_FUZZ=N (cases per entry)")
-@pytest.mark.parametrize("e", [e for e in ENTRIES if e.library not in BATCHED],
-                         ids=[e.name for e in ENTRIES if e.library not in BATCHED])
+@pytest.mark.parametrize("e", _entry_params(e for e in ENTRIES if e.library not in BATCHED))
 def test_fuzz_entry(e: Entry) -> None:
     _require_available(e)
     ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
@@ -713,8 +719,7 @@ BATCH = 20
 BATCHES = max(2, -(-FUZZ // BATCH))
 
 
-@pytest.mark.parametrize("e", [e for e in ENTRIES if e.library in BATCHED],
-                         ids=[e.name for e in ENTRIES if e.library in BATCHED])
+@pytest.mark.parametrize("e", _entry_params(e for e in ENTRIES if e.library in BATCHED))
 def test_batched_entry(e: Entry) -> None:
     _require_available(e)
     ks = [k for k in CUTOFFS if _fuzz_measures(e, k)]
@@ -790,7 +795,7 @@ GAP_VALUES = 30
 GAP_CASES = 60
 
 
-@pytest.mark.parametrize("e", ENTRIES, ids=[e.name for e in ENTRIES])
+@pytest.mark.parametrize("e", _entry_params(ENTRIES))
 def test_tolerance_fits_measured_gaps(e: Entry) -> None:
     """No tolerance hides a disagreement it does not need to: each tolerance an entry applies is
     at most TOLERANCE_RATIO times the largest gap measured under it (this module's groups ran
