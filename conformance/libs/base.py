@@ -322,6 +322,14 @@ class Entry:
         library: None in the twin made by :meth:`asking_the_library`."""
         return None if self._ask_anyway else self.known_failure(qrels, run, measure)
 
+    def declined(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues | None:
+        """The answer an adapter gives without calling its library, or None to call it: the
+        entry does not compute ``measure``, or its declared failure applies (``refusal``)."""
+        if not self.supports(measure):
+            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
+        failure = self.refusal(qrels, run, measure)
+        return None if failure is None else LibraryValues(error=failure)
+
     def asking_the_library(self) -> "Entry":
         """A copy of this entry that calls the library even where ``known_failure`` refuses:
         how the differential tests see the declared failure happen."""

@@ -172,11 +172,9 @@ class CornacEntry(Entry):
         return None
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
-        if not self.supports(measure):
-            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        failure = self.refusal(qrels, run, measure)
-        if failure is not None:
-            return LibraryValues(error=failure)
+        declined = self.declined(qrels, run, measure)
+        if declined is not None:
+            return declined
         import cornac.metrics
 
         cls_name, takes_k = _CLASSES[measure.family]

@@ -162,11 +162,9 @@ class ImplicitEntry(Entry):
         return None
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
-        if not self.supports(measure):
-            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        failure = self.refusal(qrels, run, measure)
-        if failure is not None:
-            return LibraryValues(error=failure)
+        declined = self.declined(qrels, run, measure)
+        if declined is not None:
+            return declined
         from scipy.sparse import csr_matrix
 
         from implicit.evaluation import ranking_metrics_at_k

@@ -256,11 +256,9 @@ class LenskitEntry(Entry):
         return None
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
-        if not self.supports(measure):
-            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        failure = self.refusal(qrels, run, measure)
-        if failure is not None:
-            return LibraryValues(error=failure)
+        declined = self.declined(qrels, run, measure)
+        if declined is not None:
+            return declined
         threshold = measure.conventions(self.profile(measure)).relevance_threshold
         test: dict[str, tuple[list, list]] = {}
         for q, d, label in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(),

@@ -259,11 +259,9 @@ class RecommendersEntry(Entry):
         return python_evaluation(_FUNCTIONS[f], true, pred, k=k)
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
-        if not self.supports(measure):
-            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        failure = self.refusal(qrels, run, measure)
-        if failure is not None:
-            return LibraryValues(error=failure)
+        declined = self.declined(qrels, run, measure)
+        if declined is not None:
+            return declined
         conv = measure.conventions(self.profile(measure))
         true, pred = _rows(qrels, run, conv.relevance_threshold)
         truth, preds = _by_user(true), _by_user(pred)

@@ -296,11 +296,9 @@ class TorchmetricsEntry(Entry):
                 "torchmetrics returns a mean of 0.0 for no query at all")
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
-        if not self.supports(measure):
-            return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        failure = self.refusal(qrels, run, measure)
-        if failure is not None:
-            return LibraryValues(error=failure)
+        declined = self.declined(qrels, run, measure)
+        if declined is not None:
+            return declined
         import torch
 
         lists = ranked_lists(qrels, run)
