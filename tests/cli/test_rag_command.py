@@ -130,26 +130,35 @@ def test_a_missing_extra_names_the_pip_command(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_the_example_runs_from_the_committed_outputs(tmp_path):
-    html = tmp_path / "rag.html"
-    r = cli("rag", "--example", "--precomputed", "--html", str(html), "--json", str(tmp_path / "rag.json"))
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """`conformance rag --example --precomputed` once, with --html and --json, for the tests
+    that read what it printed and wrote (one run takes a minute or more)."""
+    out = tmp_path_factory.mktemp("rag-example")
+    r = cli("rag", "--example", "--precomputed", "--html", str(out / "rag.html"),
+            "--json", str(out / "rag.json"))
+    return r, out
+
+
+def test_the_example_runs_from_the_committed_outputs(example_run):
+    r, out = example_run
     assert r.returncode == 0, r.stderr
     assert "committed variant outputs" in r.stderr
     assert r.stdout.startswith("conformance rag: 40 gold queries")
     for variant in ("bm25", "dense", "hybrid_rerank"):
         assert variant in r.stdout.splitlines()[3]
     assert "which retrieval metric tracks answer quality" in r.stdout
-    assert html.stat().st_size > 50_000
-    doc = json.loads((tmp_path / "rag.json").read_text())
+    assert (out / "rag.html").stat().st_size > 50_000
+    doc = json.loads((out / "rag.json").read_text())
     assert sorted(doc["table"]) == ["all", "literal", "multi_topic", "paraphrased"]
     assert doc["settings"]["context_k"] == 3
 
 
-def test_the_committed_example_table_is_what_the_command_prints(tmp_path):
+def test_the_committed_example_table_is_what_the_command_prints(example_run):
     """reports/rag-example.txt was written by `conformance rag --example --precomputed
     --compare-judge embedding` (README): the retrieval rows, which need no extra, are
     reproduced here from the committed outputs."""
-    r = cli("rag", "--example", "--precomputed", "--quiet", "--html", str(tmp_path / "x.html"))
+    r, _ = example_run
     assert r.returncode == 0, r.stderr
     committed = (ROOT / "reports" / "rag-example.txt").read_text(encoding="utf-8").splitlines()
     printed = r.stdout.splitlines()
