@@ -450,13 +450,18 @@ AXES: dict[str, Axis] = {
             "query_set",
             "which queries are scored and averaged",
             {
-                "run": "queries present in both the run and the qrels",
-                "qrels": "every judged query; one missing from the run scores 0",
+                "run": "queries present in both the run and the qrels (for recommendations: "
+                       "the users with both truth and recommendations, as Recommenders' "
+                       "precision_at_k counts them)",
+                "qrels": "every judged query; one missing from the run scores 0 (every user "
+                         "with truth, one without recommendations scoring 0: Recommenders' "
+                         "ndcg_at_k)",
                 "qrels_strict": "every judged query, one missing from the run scoring 0 whatever "
                                 "its judgments; evaluation fails on a run query with no judgment "
                                 "(BEIR's evaluate_custom: qrels[query_id])",
                 "run_all": "every run query, one with no judgment scored as a query without "
-                           "relevant documents (trectools: the mean divides by the run's topics)",
+                           "relevant documents (trectools: the mean divides by the run's topics; "
+                           "every user of the recommendations: Spark's RankingMetrics)",
                 "run_strict": "every run query; evaluation fails on a run query with no "
                               "judgment, and judged queries missing from the run are left out "
                               "(MTEB's own metrics: qrels[query_id] for every run query)",
