@@ -21,9 +21,9 @@ import sys
 import click
 
 from conformance import outputs
-from conformance.cli.common import (about, check_folder, check_outputs, describe, input_options,
-                                    lib_timeout_option, overrides_of, profile_help, reading,
-                                    reports_errors, select_entries, set_option)
+from conformance.cli.common import (about, check_folder, check_outputs, describe, exclude_seen_option,
+                                    input_options, lib_timeout_option, overrides_of, profile_help,
+                                    reading, reports_errors, seen_line, select_entries, set_option)
 from conformance.errors import ConformanceError
 
 
@@ -79,11 +79,12 @@ def _html_writer():
             "--set duplicates=first to read a run that lists a docid twice; repeatable.")
 @lib_timeout_option("Stop a library that has not answered after this many seconds (> 0); "
                     "'none': no limit.")
+@exclude_seen_option
 @input_options
 @reports_errors
 def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_percent,
             libs, no_live, json_path, html_path, quiet, profile_name, settings, lib_timeout,
-            columns, max_input_bytes, max_line_bytes):
+            exclude_seen, columns, max_input_bytes, max_line_bytes):
     """Which convention sets and library entries reproduce the values a paper reports?
 
     Sweeps every combination of the conventions that can change the reported measures (gain,
@@ -105,7 +106,8 @@ def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_per
     if digits is not None and not 0 <= digits <= paper.MAX_DIGITS:
         raise ConformanceError(f"--digits must be between 0 and {paper.MAX_DIGITS}, got {digits}")
     # before the sweep, not after it: no output may name an input or another output
-    check_outputs({"--json": json_path, "--html": html_path}, [qrels_path, run_path, per_query_path])
+    check_outputs({"--json": json_path, "--html": html_path},
+                  [qrels_path, run_path, per_query_path, exclude_seen])
     check_folder("--json", json_path)
     reported = [paper.parse_reported(t, digits=digits, percent=percent) for t in reported_texts]
     if not reported and not per_query_path:
@@ -126,6 +128,9 @@ def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_per
             return
         click.echo(f"conformance: {describe('qrels', qrels)}", err=True)
         click.echo(f"conformance: {describe('run', run)}", err=True)
+        seen = seen_line(run)
+        if seen is not None:
+            click.echo(f"conformance: {seen}", err=True)
         if per_query is not None and per_query.unknown_measures:
             shown = ", ".join(per_query.unknown_measures[:8])
             more = len(per_query.unknown_measures) - 8
@@ -138,7 +143,7 @@ def command(qrels_path, run_path, reported_texts, per_query_path, digits, no_per
             qrels_path, run_path, list(reported_texts), libs=libs, live=not no_live,
             digits=digits, percent=percent, per_query_file=per_query_path, progress=progress,
             on_ready=ready, profile=profile_name, overrides=overrides or None,
-            timeout=lib_timeout, **how),
+            timeout=lib_timeout, exclude_seen=exclude_seen, **how),
         quiet,
     )
     if not quiet:

@@ -1,4 +1,4 @@
-"""``--exclude-seen`` on eval and run, and the shipped interactions example
+"""``--exclude-seen`` on eval, run and check-paper, and the shipped interactions example
 (conformance/examples/recsys_*), on the command line. Expected values are worked out by hand.
 
 The example (ratings 1-5; relevant: rating >= 4 under --set relevance_threshold=4):
@@ -139,3 +139,24 @@ def test_run_gives_every_entry_the_masked_lists():
     (row,) = [t for t in doc["table"] if t["metric"] == "AP@5"]
     means = [e["mean"] for c in row["classes"] for e in c["entries"]]
     assert means == [pytest.approx(((1 + 2 / 3 + 3 / 4) / 3 + 1 + 1) / 3)]
+
+
+def test_check_paper_reproduces_a_value_measured_with_seen_items_removed():
+    """AP@5 = 0.6111 is the mean above (0.75, 0.5, 0.58333 -> 0.61111) with the seen items removed
+    and relevance from rating 4: check-paper with --exclude-seen finds threshold 4 reproducing it;
+    without the option the users' AP@5 are 0.45, 1/3 (101 at rank 3) and 0.5 (110 at rank 2, 102
+    at rank 4): mean 0.42778, and 4 does not."""
+    args = ["check-paper", "--qrels", TEST, "--run", RECS, "--reported", "AP@5=0.6111", "--no-live"]
+    r = invoke(*args, "--exclude-seen", TRAIN)
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    assert (f"conformance: --exclude-seen {TRAIN}: 7 training pairs of 3 users; 3 recommended items "
+            "removed from 3 users of the run") in r.stderr.splitlines()
+    assert "relevance from label 4" in r.stdout, r.stdout
+    plain = invoke(*args)
+    assert "relevance from label 4" not in plain.stdout, plain.stdout
+
+
+def test_check_paper_refuses_exclude_seen_naming_an_output(tmp_path):
+    r = invoke("check-paper", "--qrels", TEST, "--run", RECS, "--reported", "AP@5=0.6111",
+               "--no-live", "--exclude-seen", TRAIN, "--json", TRAIN)
+    assert_user_error(r, "--json")
