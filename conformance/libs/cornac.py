@@ -26,9 +26,15 @@ F1(@k)              ``FMeasure(k)`` (beta = 1 only)
 RR                  ``MRR()`` (no cutoff: the class takes none)
 ==================  ============================================
 
-Not supported, and why: ``MAP`` and ``AUC`` read the scores of the whole candidate list and
-rank ties at their worst, a tie rule the ``ties`` axis does not name yet; ``NCRR`` (cumulative
-reciprocal rank over its ideal) is a measure family the reference does not have.
+Not supported, and why: ``MAP`` gives every member of a tied group the group's last rank at once
+(``rankdata(-pd_scores, "max")`` for the rank and again among the relevant items for the count
+above it), which is not ``ties=pessimistic``'s order: live, items n, r1, r2 with one score and
+r1, r2 positive, Cornac's AP is (2/3 + 2/3) / 2 = 0.66667 where the pessimistic order n, r1, r2
+gives (1/2 + 2/3) / 2 = 0.58333; and it averages over the positives in the candidate list
+(positives 1, 2, 7, list 0, 1, 2 in score order: (1/2 + 2/3) / 2 = 0.58333, 7 not counted).
+No axis value says "every tied document at the group's last rank". ``AUC`` reads the whole
+candidate list's scores; ``NCRR`` (cumulative reciprocal rank over its ideal) is a measure
+family the reference does not have.
 
 Facts behind the profile (cornac 3.0.1, ``cornac/metrics/ranking.py`` and
 ``cornac/models/recommender.py``; each confirmed live by ``tests/libs/test_cornac.py``):
