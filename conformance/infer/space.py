@@ -12,7 +12,10 @@ report), the others take:
 - the values that are behaviours rather than numbers, since a function that raises or returns
   NaN shows them: ``empty_query`` nan and raise, ``negative_labels``, ``label_type``,
   ``query_set`` and ``single_document`` raise, and ``ties`` unspecified (the range over every
-  order of tied documents).
+  order of tied documents);
+- less ``mean=micro`` for a family that is not one ratio per query (``formulas.RATIO_PARTS``):
+  the reference refuses it there on every input, so no function can be following it (a third
+  of nDCG's space).
 
 >>> from conformance.measures import parse_measure
 >>> space = space_for(parse_measure("nDCG@10"), "ranked")
@@ -32,6 +35,7 @@ import numpy as np
 
 from conformance.conventions import AXES, Conventions
 from conformance.measures import Measure
+from conformance.reference.formulas import RATIO_PARTS
 from conformance.reference.sweep import reads
 from conformance.reference.sweep_engine import SWEPT_VALUES
 
@@ -150,5 +154,7 @@ def space_for(measure: Measure, signature: str) -> Space:
             values[a] = DEPTHS
         else:
             values[a] = tuple(SWEPT_VALUES.get(a, (AXES[a].default,))) + BEHAVIOURS.get(a, ())
+        if a == "mean" and measure.family not in RATIO_PARTS:
+            values[a] = tuple(v for v in values[a] if v != "micro")
     return Space(measure, signature, axes, values,
                  {a: why for a, why in hidden.items() if a in read and a not in fixed})
