@@ -24,7 +24,6 @@ tokens sent are printed on stderr; ``--dry-run`` stops there.
 
 from __future__ import annotations
 
-
 import click
 
 from conformance import outputs

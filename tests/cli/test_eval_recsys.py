@@ -156,7 +156,7 @@ def test_check_paper_reproduces_a_value_measured_with_seen_items_removed():
     assert "relevance from label 4" not in plain.stdout, plain.stdout
 
 
-def test_check_paper_refuses_exclude_seen_naming_an_output(tmp_path):
+def test_check_paper_refuses_exclude_seen_naming_an_output():
     r = invoke("check-paper", "--qrels", TEST, "--run", RECS, "--reported", "AP@5=0.6111",
                "--no-live", "--exclude-seen", TRAIN, "--json", TRAIN)
     assert_user_error(r, "--json")

@@ -19,6 +19,11 @@ L3 = math.log2(3)
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _distributions(requirements) -> set[str]:
+    """The distribution names of pip requirement texts ('numpy>=1.24' -> 'numpy')."""
+    return {r.split(">")[0].split("=")[0].split("<")[0].strip().lower() for r in requirements}
+
+
 def test_every_entry_names_an_extra_that_installs_it():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for e in all_entries():
@@ -28,15 +33,14 @@ def test_every_entry_names_an_extra_that_installs_it():
             # hold the entry's distribution
             env = environments.environment(e.environment)
             assert command == env.create_command(), (e.name, command)
-            pins = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower()
-                    for r in env.requirements + env.no_deps}
+            pins = _distributions(env.requirements + env.no_deps)
             assert e.distribution.lower() in pins, (e.name, pins)
             continue
         # pip normalises extra names (trec_eval and trec-eval are one extra)
         extra = command.split("[", 1)[1].split("]", 1)[0].replace("-", "_")
         extra = next((x for x in extras if x.replace("-", "_") == extra), None)
         assert extra in extras, (e.name, command)
-        names = {r.split(">")[0].split("=")[0].split("<")[0].strip().lower() for r in extras[extra]}
+        names = _distributions(extras[extra])
         assert e.distribution.lower() in names, (e.name, extras[extra])
     assert entry("beir").install_command() == 'pip install -e ".[rag]"'  # from this checkout
     # the rag extra needs torch: it stays out of the torch-free `all`
