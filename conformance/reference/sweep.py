@@ -372,6 +372,11 @@ class Sweep:
         # axes that change the Ranked outermost, in stage order, so each Ranked is used
         # in one stretch of the loop (see _Engine._ranked); cidx stays in ``compute`` order
         loop = sorted(range(len(compute)), key=lambda j: _loop_rank(axes[compute[j]]))
+        # views of the grids with the aggregation axes last: a combination of the computing
+        # axes owns one block of aggregation cells, which equal formula keys share whole
+        order = compute + agg
+        views = [np.transpose(a, order) for a in ((lo, hi, err) if hits is None else (lo, hi, err, hits))]
+        filled: dict[tuple, tuple[int, ...]] = {}  # formula key -> the block first filled for it
         for lidx in itertools.product(*[range(shape[compute[j]]) for j in loop]):
             cidx = [0] * len(compute)
             for j, v in zip(loop, lidx):
@@ -379,6 +384,12 @@ class Sweep:
             conv = m.conventions(_swept(BASE, {axes[i]: doms[i][j] for i, j in zip(compute, cidx)}))
             eng = self.engines[conv.identical_ids]
             fkey = (conv.identical_ids,) + eng.formula_key(m, conv)
+            block = tuple(cidx)
+            if fkey in filled:  # equal keys, equal formula results: equal aggregates
+                for v in views:
+                    v[block] = v[filled[fkey]]
+                continue
+            filled[fkey] = block
             scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
             masked = conv.nonpositive_scores == "not_relevant"
             if (conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.family == "Hole"
