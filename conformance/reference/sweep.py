@@ -87,7 +87,7 @@ from conformance.conventions import AXES, RANKING_STAGES, STAGES, Conventions, g
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference import evaluate
-from conformance.reference.evaluate import missing_score_zero, round_half_even
+from conformance.reference.evaluate import micro_mean, missing_score_zero, round_half_even
 from conformance.reference.formulas import FORMULAS, RATIO_PARTS
 from conformance.reference.prepare import Prepared
 from conformance.reference.ranking import EXPONENTIAL_HEADROOM
@@ -368,15 +368,24 @@ class Sweep:
         pq_lo = np.array([r.lo for r in pq])
         pq_hi = np.array([r.hi for r in pq])
         formulas: dict[tuple, Any] = {}  # formula key -> (lo, hi, empty) or None (refused)
-        aggregates: dict[tuple, Any] = {}  # (formula key, rule, query set) -> (lo, hi, hits) or None
+        aggregates: dict[tuple, Any] = {}  # (formula key or result, rule, query set, ...) -> (lo, hi, hits) or None
+        # mean=micro of the ratio families: per formula key, each order's (numerator,
+        # denominator) per query, summed over the cell's selection (see _micro_cell)
+        micro_in = m.family in RATIO_PARTS and "micro" in (
+            (overrides["mean"],) if "mean" in overrides else self.domains["mean"] if "mean" in axes else ())
+        parts: dict[tuple, Any] = {}
+        # the per-query results seen, numbered: aggregation reads nothing else, so the
+        # aggregates of equal results are shared across formula keys
+        results_seen: dict[tuple, int] = {}
         # axes that change the Ranked outermost, in stage order, so each Ranked is used
         # in one stretch of the loop (see _Engine._ranked); cidx stays in ``compute`` order
         loop = sorted(range(len(compute)), key=lambda j: _loop_rank(axes[compute[j]]))
         # views of the grids with the aggregation axes last: a combination of the computing
-        # axes owns one block of aggregation cells, which equal formula keys share whole
+        # axes owns one block of aggregation cells, which equal formula keys share whole, and
+        # equal per-query results too when no cell of the block reads more than them
         order = compute + agg
         views = [np.transpose(a, order) for a in ((lo, hi, err) if hits is None else (lo, hi, err, hits))]
-        filled: dict[tuple, tuple[int, ...]] = {}  # formula key -> the block first filled for it
+        filled: dict[tuple, tuple[int, ...]] = {}  # formula key or result -> the block first filled for it
         for lidx in itertools.product(*[range(shape[compute[j]]) for j in loop]):
             cidx = [0] * len(compute)
             for j, v in zip(loop, lidx):
@@ -400,14 +409,17 @@ class Sweep:
                 # scaled by evaluate; Hole ranks the rows by annotation, which the engine's
                 # contexts do not hold: no sharing here
                 formulas[fkey] = _ByEvaluate(conv)
-            elif masked and fkey not in formulas:
+            elif masked:
                 # scores <= 0 read as not relevant mask the labels of the binary measures,
                 # which the engine's rankings do not: the per-query values from one evaluate
                 # over every judged query, shared by every aggregation
-                formulas[fkey] = self._per_query_by_evaluate(m, conv)
-            elif fkey not in formulas:
+                formulas[fkey] = self._per_query_by_evaluate(m, conv, micro=micro_in)
+                if formulas[fkey] is not None and micro_in:
+                    formulas[fkey], parts[fkey] = formulas[fkey][:3], formulas[fkey][3]
+            else:
                 try:
-                    results = [FORMULAS[m.family](ctx, m) for ctx in eng.contexts(m, conv)]
+                    contexts = eng.contexts(m, conv)
+                    results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
                     self.formula_calls += len(results)
                     if len(results) == 1:
                         values = results[0][0]
@@ -415,9 +427,21 @@ class Sweep:
                     else:
                         formulas[fkey] = (np.minimum.reduce([v for v, _ in results]),
                                           np.maximum.reduce([v for v, _ in results]), results[0][1])
+                    if micro_in:
+                        parts[fkey] = [RATIO_PARTS[m.family](ctx, m) for ctx in contexts]
                 except EvaluationError:
                     formulas[fkey] = None
             found = formulas[fkey]
+            rkey = None  # the number of the per-query result, where the block reads only it
+            if isinstance(found, tuple):
+                seen = (found[0].tobytes(), found[1].tobytes(), found[2].tobytes())
+                rkey = results_seen.setdefault(seen, len(results_seen))
+                if not micro_in:
+                    if ("result", rkey) in filled:
+                        for v in views:
+                            v[block] = v[filled["result", rkey]]
+                        continue
+                    filled["result", rkey] = block
             cell = [0] * len(axes)
             for i, j in zip(compute, cidx):
                 cell[i] = j
@@ -435,12 +459,15 @@ class Sweep:
                 rnd = overrides.get("rounding", chosen.get("rounding", BASE.rounding))
                 if mean == "micro":
                     # sums of each query's numerator and denominator, which the shared
-                    # per-query values do not hold: evaluate itself, for the ratio families
+                    # per-query values do not hold: their parts, for the ratio families
                     akey = (fkey, rule, qset, mean, rnd)
                     if akey not in aggregates:
-                        aggregates[akey] = (
-                            self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)
-                            if m.family in RATIO_PARTS and rule != "one" else None)
+                        if not micro_in or rule == "one":
+                            aggregates[akey] = None
+                        elif fkey in parts and not pq and qset in ("run", "qrels", "run_all"):
+                            aggregates[akey] = self._micro_cell(parts[fkey], found[2], rule, qset, rnd)
+                        else:
+                            aggregates[akey] = self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)
                 elif isinstance(found, _ByEvaluate):
                     akey = (fkey, rule, qset, mean, rnd)
                     if akey not in aggregates:
@@ -459,7 +486,8 @@ class Sweep:
                             alt, rule, qset, is_sum, m.text, pq_pos, pq_lo, pq_hi, mean, rnd)
                 else:
                     # the empty rule only matters when some query is empty
-                    akey = (fkey, rule if found[2].any() else None, qset, mean, None if is_sum else rnd)
+                    akey = (("result", rkey), rule if found[2].any() else None, qset, mean,
+                            None if is_sum else rnd)
                     if akey not in aggregates:
                         aggregates[akey] = self._aggregate_cell(found, rule, qset, is_sum, m.text,
                                                                 pq_pos, pq_lo, pq_hi, mean, rnd)
@@ -472,26 +500,59 @@ class Sweep:
                     hits[at] = done[2]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
-    def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels"):
+    def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels",
+                               micro: bool = False):
         """(lo, hi, empty) per query of the engine, as its formulas give them, from ``evaluate``
         over the queries ``query_set`` scores (empty queries marked by ``empty_query=skip``;
         the engine's other queries, which no cell of this query set selects, hold 0); None
-        where it refuses."""
+        where it refuses. ``micro``: with each order's (numerator, denominator) per query as a
+        fourth item (``mean=micro`` changes no per-query value)."""
         try:
-            ev = evaluate(self.prep, None, [m], conv.replace(query_set=query_set, empty_query="skip",
-                                                             mean="arithmetic", rounding=None))
+            ev = evaluate(self.prep, None, [m], conv.replace(
+                query_set=query_set, empty_query="skip", mean="micro" if micro else "arithmetic",
+                rounding=None))
         except EvaluationError:
             return None
         empty = ~ev.counted[m] if m.aggregate != "sum" else np.zeros(ev.qids.size, bool)
         lo, hi = ev.per_query[m], ev.upper[m]
         qids = self.engine.qids
         if ev.qids.size == qids.size:
-            return lo, hi, empty
+            return (lo, hi, empty) + ((ev.micro[m],) if micro else ())
         at = np.searchsorted(qids, ev.qids)
-        out = [np.zeros(qids.size), np.zeros(qids.size), np.zeros(qids.size, bool)]
-        for o, v in zip(out, (lo, hi, empty)):
+
+        def spread(v, dtype=float):
+            o = np.zeros(qids.size, dtype)
             o[at] = v
-        return out[0], (out[0] if hi is lo else out[1]), out[2]
+            return o
+
+        out = spread(lo)
+        return (out, out if hi is lo else spread(hi), spread(empty, bool)) + (
+            ([(spread(n), spread(d)) for n, d in ev.micro[m]],) if micro else ())
+
+    def _micro_cell(self, parts, empty: np.ndarray, rule: str, qset: str, rnd: int | None):
+        """One ``mean=micro`` cell from each order's (numerator, denominator) per query, as
+        ``evaluate`` + ``Evaluation.aggregate`` take it: the cell's query set selected, an empty
+        query's numerator NaN under ``empty_query=nan``, left out under ``skip``, a refusal
+        under ``raise``; the numerators' sum over the denominators' sum (``micro_mean``), the
+        lowest and highest over the orders, rounded last. (lo, hi, 0)."""
+        select, _ = self.engine.selection(qset)
+        if select is not None:
+            empty = empty[select]
+        if rule == "raise" and empty.any():
+            return None
+        ends = []
+        for num, den in parts:
+            if select is not None:
+                num, den = num[select], den[select]
+            if rule == "nan" and empty.any():
+                num = np.where(empty, np.nan, num)
+            elif rule == "skip":
+                num, den = num[~empty], den[~empty]
+            ends.append(micro_mean(num, den))
+        a, b = min(ends), max(ends)
+        if rnd is not None:
+            a, b = round(a, rnd), round(b, rnd)
+        return a, b, 0
 
     def _evaluate_cell(self, m: Measure, conv: Conventions, rule: str, qset: str,
                        pq: list[PerQueryValue], mean: str = "arithmetic", rnd: int | None = None):
@@ -521,11 +582,12 @@ class Sweep:
                                                  self.sets_differ, qset, what, mean)
         except EvaluationError:
             return None
-        if rnd is not None and not is_sum:  # as Evaluation.aggregate and evaluate's per-query values
+        if rnd is not None and not is_sum:  # as Evaluation.aggregate
             a, b = round(a, rnd), round(b, rnd)
-            qlo, qhi = round_half_even(qlo, rnd), round_half_even(qhi, rnd)
         n_hits = 0
         if pq_pos.size:
+            if rnd is not None and not is_sum:  # as evaluate's per-query values
+                qlo, qhi = round_half_even(qlo, rnd), round_half_even(qhi, rnd)
             safe = np.maximum(pq_pos, 0)
             if select is not None:  # positions among the selected queries
                 ok_q = (pq_pos >= 0) & select[safe]
