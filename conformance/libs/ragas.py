@@ -37,6 +37,7 @@ Facts behind the profiles (ragas 0.4.3, ``ragas/metrics/_context_precision.py`` 
 from __future__ import annotations
 
 import math
+import os
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
@@ -59,6 +60,11 @@ RECALL_PROFILE = PRECISION_PROFILE.replace(
 )
 
 _METRICS = {"P": "IDBasedContextPrecision", "R": "IDBasedContextRecall"}
+
+# ragas sends usage analytics from a background thread unless told not to; comparing a
+# library's numbers is no reason to report on its user, so the adapter opts out before ragas
+# is imported (a user who sets the variable keeps their own choice)
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 
 class RagasEntry(Entry):

@@ -6,6 +6,9 @@ Expected values are hand computation (arithmetic in the comments), never the ref
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -40,3 +43,15 @@ def test_a_query_without_relevant_documents_is_zero_for_precision_and_nan_for_re
     qrels, run = [("q", "a", 0)], [("q", "a", 1.0)]
     assert call("ragas", "P@1", qrels, run).per_query == {"q": 0.0}
     assert call("ragas", "R", qrels, run).per_query == {}  # NaN: no value to report
+
+
+def test_the_adapter_opts_out_of_ragas_usage_analytics_unless_the_user_chose():
+    # ragas posts usage events unless RAGAS_DO_NOT_TRACK is "true"; its own check decides
+    code = ("import conformance.libs.ragas, ragas._analytics as a; "
+            "print(a.do_not_track())")
+    env = {k: v for k, v in os.environ.items() if k != "RAGAS_DO_NOT_TRACK"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+    env["RAGAS_DO_NOT_TRACK"] = "false"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
