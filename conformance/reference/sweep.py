@@ -55,9 +55,12 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 4. shares the judged ideal DCG between every context with the same gains and discount;
 5. treats ``empty_query`` and ``query_set`` as aggregation only: per-query values are computed
    once over every judged query, and each (empty rule, query set) pair is a mean over a
-   selection of them, as ``Evaluation.aggregate`` takes it (``mean=micro`` sums numerators
-   and denominators, which the per-query values do not hold: its cells of the ratio families
-   are evaluated by ``evaluate``, every other family's refuse it);
+   selection of them, as ``Evaluation.aggregate`` takes it; aggregation reads nothing but
+   the per-query values and empty queries, so combinations whose formulas give equal ones
+   share their aggregates whole (``mean=micro`` sums numerators and denominators, which the
+   per-query values do not hold: its cells of the ratio families sum the reference's own
+   ``RATIO_PARTS`` per query, or are evaluated by ``evaluate`` where a per-query reported
+   value is matched; every other family's refuse it);
 6. aliases orderings that cannot differ on this input: float32 is float64 when narrowing merges
    no scores; every tie rule is one when no two scores of a query are equal;
 7. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
