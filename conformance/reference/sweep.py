@@ -375,7 +375,7 @@ class Sweep:
         # mean=micro of the ratio families: per formula key, each order's (numerator,
         # denominator) per query, summed over the cell's selection (see _micro_cell)
         micro_in = m.family in RATIO_PARTS and "micro" in (
-            (overrides["mean"],) if "mean" in overrides else self.domains["mean"] if "mean" in axes else ())
+            doms[axes.index("mean")] if "mean" in axes else (overrides.get("mean", BASE.mean),))
         parts: dict[tuple, Any] = {}
         # the per-query results seen, numbered: aggregation reads nothing else, so the
         # aggregates of equal results are shared across formula keys
