@@ -76,14 +76,30 @@ def matches(table: CaseTable, obs: Observation, idx: np.ndarray, tolerance: floa
 
 def _over_space(table: CaseTable, obs: Observation, space: Space, cells: np.ndarray | None,
                 tolerance: float) -> np.ndarray:
-    """The cells among ``cells`` (None: the whole space) matching ``obs``, in chunks."""
-    total = space.size if cells is None else cells.size
-    kept = []
+    """The cells among ``cells`` (None: the whole space) matching ``obs``.
+
+    Matched once per class of alike cells, not once per cell: on each axis, values with equal
+    keys in every table the observation is compared on (:meth:`CaseTable.alike`) give equal
+    answers, so the classes' product is matched (in chunks) and spread back over the space."""
+    tables = [table]
+    if obs.kind == "per_query":
+        tables += [table.query(q.qid) for q in table.case.queries if q.docs and q.labels]
+    classes, reps = [], []
+    for axis in space.axes:
+        keys = list(zip(*(t.alike(axis) for t in tables)))
+        first: dict = {}
+        classes.append(np.array([first.setdefault(k, len(first)) for k in keys], np.int64))
+        reps.append(np.array([keys.index(k) for k in first], np.int64))
+    shape = tuple(r.size for r in reps)
+    total = math.prod(shape)
+    ok = np.zeros(total, bool)
     for start in range(0, total, CHUNK):
-        flat = (np.arange(start, min(total, start + CHUNK), dtype=np.int64) if cells is None
-                else cells[start:start + CHUNK])
-        kept.append(flat[matches(table, obs, space.unravel(flat), tolerance)])
-    return np.concatenate(kept) if kept else np.zeros(0, np.int64)
+        flat = np.arange(start, min(total, start + CHUNK), dtype=np.int64)
+        idx = (np.stack([r[i] for r, i in zip(reps, np.unravel_index(flat, shape))], axis=1)
+               if shape else np.zeros((flat.size, 0), np.int64))
+        ok[flat] = matches(table, obs, idx, tolerance)
+    ok = ok.reshape(shape)[np.ix_(*classes)].ravel() if shape else np.repeat(ok, space.size)
+    return np.flatnonzero(ok) if cells is None else cells[ok[cells]]
 
 
 def _classes(table: CaseTable, idx: np.ndarray) -> np.ndarray:

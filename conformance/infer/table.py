@@ -48,18 +48,28 @@ class _Lookup:
         strides = np.cumprod((grid.lo.shape + (1,))[::-1])[::-1][1:] if grid.axes else ()
         self.base = 0
         self.terms: list[tuple[int, np.ndarray]] = []  # (space column, position per value index)
-        for axis, dom, stride in zip(grid.axes, grid.domains, strides):
+        # per term, a class per value index: values whose slices of the grid are identical
+        self.alike: list[np.ndarray] = []
+        for g, (axis, dom, stride) in enumerate(zip(grid.axes, grid.domains, strides)):
             if axis not in space.axes:  # not shown by this calling convention: the default
                 self.base += int(stride) * dom.index(getattr(BASE, axis))
                 continue
-            pos = [int(stride) * _in_domain(axis, v, dom) for v in space.values[axis]]
-            self.terms.append((space.column(axis), np.array(pos, np.int64)))
+            at = [_in_domain(axis, v, dom) for v in space.values[axis]]
+            self.terms.append((space.column(axis), int(stride) * np.array(at, np.int64)))
+            slices: dict[bytes, int] = {}
+            self.alike.append(np.array([slices.setdefault(_slice_bytes(grid, g, i), len(slices))
+                                        for i in at], np.int64))
 
     def __call__(self, idx: np.ndarray):
         at = np.full(idx.shape[0], self.base, np.int64)
         for col, pos in self.terms:
             at += pos[idx[:, col]]
         return self.lo[at], self.hi[at], self.err[at]
+
+
+def _slice_bytes(grid: Grid, axis: int, i: int) -> bytes:
+    """The grid's values at index ``i`` of its ``axis``, as bytes (equal bytes: equal values)."""
+    return b"".join(a.take(i, axis=axis).tobytes() for a in (grid.lo, grid.hi, grid.error))
 
 
 def _in_domain(axis: str, v: Any, dom: tuple) -> int:
@@ -142,6 +152,27 @@ class CaseTable:
         lo1, hi1, e1 = self._lookup(a)
         lo2, hi2, e2 = self._lookup(b)
         return np.fmin(lo1, lo2), np.fmax(hi1, hi2), e1 | e2
+
+    def alike(self, axis: str) -> list:
+        """A key per value index of ``axis``: cells that differ only in values with equal keys
+        have equal :meth:`values`. Values the methods above test by index (a ``raise``
+        that refuses, ``empty_query`` nan and raise, ``ties=unspecified``, a threshold when a
+        second sweep holds those above the cap) are keyed alone; the others by the classes of
+        the grid slices they are looked up in."""
+        sp, col = self.space, self.space.column(axis)
+        alone = set()
+        if axis in self.refuses:
+            alone.add(sp.index_of(axis, "raise"))
+        if axis == "empty_query":
+            alone |= {sp.index_of(axis, "nan"), sp.index_of(axis, "raise")}
+        if axis == "ties":
+            alone.add(sp.index_of(axis, "unspecified"))
+        if axis == "relevance_threshold" and self.above is not None:
+            alone |= set(range(len(sp.values[axis])))
+        lookups = [lk for lk in (self.plain, self.above) if lk is not None]
+        return [("alone", i) if i in alone else
+                tuple(int(cls[i]) for lk in lookups for (c, _), cls in zip(lk.terms, lk.alike) if c == col)
+                for i in range(len(sp.values[axis]))]
 
     def values(self, idx: np.ndarray):
         """(low, high, failed) of the cells ``idx`` ((n, len(space.axes)) value indices)."""
