@@ -16,6 +16,7 @@ tests/artifacts/ (git-ignored), or in the directory CONFORMANCE_ARTIFACTS names.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import random
@@ -631,13 +632,18 @@ def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
 
 
 def run_jobs(page, jobs: list[dict]) -> list:
-    """Evaluate jobs with window.conformanceExplorer.evaluate; NaN comes back as the text."""
-    out = page.evaluate("""(jobs) => jobs.map(j => {
+    """Evaluate jobs with window.conformanceExplorer.evaluate; NaN and infinities come back as text.
+
+    The jobs go in and the values come back as one JSON text each way: playwright validates a
+    structured argument node by node, which took most of this test's time on tens of thousands
+    of jobs. JSON carries a double exactly (JavaScript prints the shortest text that reads back
+    as the same double, as Python's json reads it)."""
+    out = json.loads(page.evaluate("""(text) => JSON.stringify(JSON.parse(text).map(j => {
       const r = window.conformanceExplorer.evaluate(j.grades, j.k, j.profile)[j.measure];
       if (r.outcome !== 'value') return r.outcome;
-      return Number.isNaN(r.value) ? 'NaN' : r.value;
-    })""", jobs)
-    return [float("nan") if v == "NaN" else v for v in out]
+      return Number.isFinite(r.value) ? r.value : String(r.value);
+    }))""", json.dumps(jobs, allow_nan=False)))
+    return [float(v) if v in ("NaN", "Infinity", "-Infinity") else v for v in out]
 
 
 def test_paper_page_in_the_browser(browser, tmp_path):
