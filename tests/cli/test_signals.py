@@ -10,8 +10,9 @@ signal inherited as ignored (``nohup``) stays ignored. A reader that goes away (
 ends the command quietly with 141; a closed stdout (``>&-``) discards what it would print.
 
 Each command runs under a small wrapper that sets the signal dispositions a terminal gives
-(a process started in the background by a non-interactive shell inherits SIGINT ignored) and
-then execs the real command, so the command itself starts as a user's would.
+(a process started in the background by a non-interactive shell inherits SIGINT ignored, one
+started under ``nohup`` SIGHUP) and then execs the real command, so the command itself starts
+as a user's would.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ CORPUS = HERE / "adversarial"
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads the process tree from Linux /proc")
 
+# a terminal gives each stop signal its default disposition; the test run itself may have
+# inherited one as ignored (started under nohup, or in the background of a script)
 _EXEC = """
 import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_DFL)
 if sys.argv[1] == "nohup":
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
