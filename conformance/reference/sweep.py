@@ -48,12 +48,15 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    score is at least the k-th highest (whole tie groups, so ``ties=average`` sees the same
    groups). Every ordering places exactly these rows in its top k, so the measure reads only
    them; ``Ranked`` pieces of the prefix equal the reference's own pieces of those rows;
-3. takes what a prefix cannot see (under ``ideal=retrieved``: the relevant count and the ideal
+3. masks, under ``nonpositive_scores=not_relevant``, the labels of the rows scored <= 0 (as
+   the score precision reads them) where the binary measures rank them, as ``evaluate`` does,
+   keeping the whole, unmasked list's R for ``ideal=retrieved``;
+4. takes what a prefix cannot see (under ``ideal=retrieved``: the relevant count and the ideal
    DCG of the whole, depth-cut list) from one pass over the whole list per ordering (or none,
    without a depth cut: the whole list's labels do not depend on the order), and serves it to
    the reference's formulas through a :class:`Context` subclass (``_SweepContext``);
-4. shares the judged ideal DCG between every context with the same gains and discount;
-5. treats ``empty_query`` and ``query_set`` as aggregation only: per-query values are computed
+5. shares the judged ideal DCG between every context with the same gains and discount;
+6. treats ``empty_query`` and ``query_set`` as aggregation only: per-query values are computed
    once over every judged query, and each (empty rule, query set) pair is a mean over a
    selection of them, as ``Evaluation.aggregate`` takes it; aggregation reads nothing but
    the per-query values and empty queries, so combinations whose formulas give equal ones
@@ -61,9 +64,12 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    per-query values do not hold: its cells of the ratio families sum the reference's own
    ``RATIO_PARTS`` per query, or are evaluated by ``evaluate`` where a per-query reported
    value is matched; every other family's refuse it);
-6. aliases orderings that cannot differ on this input: float32 is float64 when narrowing merges
-   no scores; every tie rule is one when no two scores of a query are equal;
-7. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
+7. aliases orderings that cannot differ on this input: float32 is float64 when narrowing merges
+   no scores; every tie rule is one when no two scores of a query are equal; and beyond those,
+   orderings whose ``Ranked`` rows are equal (ties among equal labels, say) share their formula
+   results (``_Engine.content_key``: a digest of every array a formula reads, the tie rule
+   itself only where a formula names it);
+8. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
    (their stages, ``_loop_rank``), so each ``Ranked`` is used in one stretch and only ``RANKED_CACHE`` of
    them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).
 
@@ -348,6 +354,19 @@ class Sweep:
         if progress:
             progress("swept", total, total)
 
+    def _formulas(self, m: Measure, contexts: list, micro: bool) -> tuple[Any, Any]:
+        """The reference's formula over each context: ((lo, hi, empty) per query, or None where
+        it refuses; each context's ``RATIO_PARTS`` under ``micro``, else None)."""
+        try:
+            results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
+            self.formula_calls += len(results)
+            values = [v for v, _ in results]
+            found = ((values[0], values[0], results[0][1]) if len(values) == 1 else
+                     (np.minimum.reduce(values), np.maximum.reduce(values), results[0][1]))
+            return found, ([RATIO_PARTS[m.family](ctx, m) for ctx in contexts] if micro else None)
+        except EvaluationError:
+            return None, None
+
     def axes_of(self, m: Measure) -> list[str]:
         fixed = {a for a, _ in m.overrides}
         return [a for a in AXES if a in reads(m) and a not in fixed and len(self.domains[a]) > 1]
@@ -371,6 +390,7 @@ class Sweep:
         pq_lo = np.array([r.lo for r in pq])
         pq_hi = np.array([r.hi for r in pq])
         formulas: dict[tuple, Any] = {}  # formula key -> (lo, hi, empty) or None (refused)
+        by_content: dict[tuple, Any] = {}  # content key (_Engine.content_key) -> _formulas(...)
         aggregates: dict[tuple, Any] = {}  # (formula key or result, rule, query set, ...) -> (lo, hi, hits) or None
         # mean=micro of the ratio families: per formula key, each order's (numerator,
         # denominator) per query, summed over the cell's selection (see _micro_cell)
@@ -395,7 +415,8 @@ class Sweep:
                 cidx[j] = v
             conv = m.conventions(_swept(BASE, {axes[i]: doms[i][j] for i, j in zip(compute, cidx)}))
             eng = self.engines[conv.identical_ids]
-            fkey = (conv.identical_ids,) + eng.formula_key(m, conv)
+            formula_key = eng.formula_key(m, conv)
+            fkey = (conv.identical_ids,) + formula_key
             block = tuple(cidx)
             if fkey in filled:  # equal keys, equal formula results: equal aggregates
                 for v in views:
@@ -403,37 +424,24 @@ class Sweep:
                 continue
             filled[fkey] = block
             scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
-            masked = conv.nonpositive_scores == "not_relevant"
-            if (conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.family == "Hole"
-                    or (masked and self.facts.run_only_queries)):
+            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.family == "Hole":
                 # each tie order settles its own empty queries before the range is taken, and
                 # some measures refuse what only the averaged grouping detects; a curve is
                 # averaged over the whole evaluation; exponential gains beyond a double are
                 # scaled by evaluate; Hole ranks the rows by annotation, which the engine's
                 # contexts do not hold: no sharing here
                 formulas[fkey] = _ByEvaluate(conv)
-            elif masked:
-                # scores <= 0 read as not relevant mask the labels of the binary measures,
-                # which the engine's rankings do not: the per-query values from one evaluate
-                # over every judged query, shared by every aggregation
-                formulas[fkey] = self._per_query_by_evaluate(m, conv, micro=micro_in)
-                if formulas[fkey] is not None and micro_in:
-                    formulas[fkey], parts[fkey] = formulas[fkey][:3], formulas[fkey][3]
             else:
                 try:
                     contexts = eng.contexts(m, conv)
-                    results = [FORMULAS[m.family](ctx, m) for ctx in contexts]
-                    self.formula_calls += len(results)
-                    if len(results) == 1:
-                        values = results[0][0]
-                        formulas[fkey] = (values, values, results[0][1])
-                    else:
-                        formulas[fkey] = (np.minimum.reduce([v for v, _ in results]),
-                                          np.maximum.reduce([v for v, _ in results]), results[0][1])
-                    if micro_in:
-                        parts[fkey] = [RATIO_PARTS[m.family](ctx, m) for ctx in contexts]
                 except EvaluationError:
                     formulas[fkey] = None
+                else:
+                    # other orderings that give the same rows share the same results
+                    ckey = (conv.identical_ids,) + eng.content_key(formula_key, contexts)
+                    if ckey not in by_content:
+                        by_content[ckey] = self._formulas(m, contexts, micro_in)
+                    formulas[fkey], parts[fkey] = by_content[ckey]
             found = formulas[fkey]
             rkey = None  # the number of the per-query result, where the block reads only it
             if isinstance(found, tuple):
@@ -467,7 +475,7 @@ class Sweep:
                     if akey not in aggregates:
                         if not micro_in or rule == "one":
                             aggregates[akey] = None
-                        elif fkey in parts and not pq and qset in ("run", "qrels", "run_all"):
+                        elif parts.get(fkey) is not None and not pq and qset in ("run", "qrels", "run_all"):
                             aggregates[akey] = self._micro_cell(parts[fkey], found[2], rule, qset, rnd)
                         else:
                             aggregates[akey] = self._evaluate_cell(m, conv, rule, qset, pq, mean, rnd)
@@ -503,24 +511,21 @@ class Sweep:
                     hits[at] = done[2]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
-    def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels",
-                               micro: bool = False):
+    def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels"):
         """(lo, hi, empty) per query of the engine, as its formulas give them, from ``evaluate``
         over the queries ``query_set`` scores (empty queries marked by ``empty_query=skip``;
         the engine's other queries, which no cell of this query set selects, hold 0); None
-        where it refuses. ``micro``: with each order's (numerator, denominator) per query as a
-        fourth item (``mean=micro`` changes no per-query value)."""
+        where it refuses."""
         try:
             ev = evaluate(self.prep, None, [m], conv.replace(
-                query_set=query_set, empty_query="skip", mean="micro" if micro else "arithmetic",
-                rounding=None))
+                query_set=query_set, empty_query="skip", mean="arithmetic", rounding=None))
         except EvaluationError:
             return None
         empty = ~ev.counted[m] if m.aggregate != "sum" else np.zeros(ev.qids.size, bool)
         lo, hi = ev.per_query[m], ev.upper[m]
         qids = self.engine.qids
         if ev.qids.size == qids.size:
-            return (lo, hi, empty) + ((ev.micro[m],) if micro else ())
+            return lo, hi, empty
         at = np.searchsorted(qids, ev.qids)
 
         def spread(v, dtype=float):
@@ -529,8 +534,7 @@ class Sweep:
             return o
 
         out = spread(lo)
-        return (out, out if hi is lo else spread(hi), spread(empty, bool)) + (
-            ([(spread(n), spread(d)) for n, d in ev.micro[m]],) if micro else ())
+        return out, out if hi is lo else spread(hi), spread(empty, bool)
 
     def _micro_cell(self, parts, empty: np.ndarray, rule: str, qset: str, rnd: int | None):
         """One ``mean=micro`` cell from each order's (numerator, denominator) per query, as

@@ -10,6 +10,8 @@ whole lists show) cannot be read apart.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -27,6 +29,9 @@ from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segmen
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
 RANKED_CACHE = 2  # Ranked objects kept at once
+# The tie rules a formula or the context tests by name (``ctx.tie_rule == ...``); every other
+# rule acts only through the order of the rows it gives (guarded by the tests).
+RULES_READ_BY_NAME = ("average", "pessimistic", "optimistic")
 # Where the sweep starts: the vocabulary defaults (trec_eval 10's command line).
 BASE = Conventions()
 
@@ -39,6 +44,28 @@ def _reach(m: Measure, conv: Conventions) -> int | None:
     if m.family == "RR" and conv.rr_cutoff == "ignore":  # the cutoff is read and ignored
         return None
     return 2 * k if reach == "twice_cutoff" else k
+
+
+class _Ordering(tuple):
+    """An ordering's (tie rule, score precision, rank source) in a formula key."""
+
+
+def _content(ranked: Ranked) -> bytes:
+    """A digest of every per-row and per-query array of ``ranked`` a formula can read (all but
+    ``order``, the trace's row numbers, and ``ties``, set only by ``evaluate``)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(str(ranked.n_queries).encode())
+    for f in dataclasses.fields(ranked):
+        if f.name in ("n_queries", "order", "ties"):
+            continue
+        a = getattr(ranked, f.name)
+        if a is None:
+            h.update(b"|" + f.name.encode() + b":none")
+        else:
+            a = np.ascontiguousarray(a)
+            h.update(b"|" + f.name.encode() + a.dtype.str.encode() + str(a.shape).encode())
+            h.update(a.view(np.uint8) if a.size else b"")
+    return h.digest()
 
 
 def _coarse_key(q: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -150,6 +177,7 @@ class _SweepContext(Context):
     whole: Any = None
     shared: Any = None
     gain_key: Any = None
+    content: Any = None  # what the formulas read of this context's order (_Engine.contexts)
 
     @property
     def R(self) -> np.ndarray:
@@ -218,6 +246,7 @@ class _Engine:
         self.ranked_cache_size = RANKED_CACHE
         self.distinct_rankings: set[tuple] = set()
         self.ranked_builds = 0  # rank() calls of ranked(): equal to len(distinct_rankings)
+        self._content: dict[tuple, bytes] = {}  # ranked key -> digest of what the Ranked holds
         self._whole: dict[tuple, _Whole] = {}
         self._arrays: dict[tuple, tuple] = {}
         self._deeper: dict[tuple, bool] = {}
@@ -322,8 +351,14 @@ class _Engine:
                 self._prefix[k] = np.flatnonzero(self.key <= bound[self.q])
         return self._prefix[k]
 
-    def labels(self, lv: tuple[str, str]) -> np.ndarray:
-        """Transformed label of every presorted row under (label_type, negative_labels)."""
+    def labels(self, lv: tuple) -> np.ndarray:
+        """Transformed label of every presorted row under (label_type, negative_labels), and
+        under a third item, a score precision (:meth:`mask`), NaN (unjudged) for the rows
+        whose score, as that precision sorts it, is <= 0, as ``evaluate`` masks them."""
+        if len(lv) == 3:
+            if lv not in self._labels:
+                self._labels[lv] = np.where(self.nonpositive(lv[2]), np.nan, self.labels(lv[:2]))
+            return self._labels[lv]
         if lv not in self._labels:
             conv = BASE.replace(label_type=lv[0], negative_labels=lv[1])
             run_labels = transform_labels(self.prep.run_label, conv, self.prep.qrels_source)
@@ -371,16 +406,22 @@ class _Engine:
             self._deeper[key] = bool(longest > depth)
         return self._deeper[key]
 
-    def ranked(self, lv, order: tuple[str, str, str], k: int | None, conv: Conventions,
-               binary: bool) -> Ranked:
-        """The reference's ``rank`` over the prefix ``k`` (None: whole lists)."""
-        tie_rule, precision, _ = order
+    def ranked_key(self, lv, order: tuple[str, str, str], k: int | None, conv: Conventions,
+                   binary: bool) -> tuple:
+        """What the ``Ranked`` of :meth:`ranked` is built from."""
         depth = conv.depth if self._prefix_deeper(k, conv.depth) else None
         if binary:  # binary measures never read gains
             gain, scope = "linear", "binary"
         else:
             gain, scope = conv.gain, conv.threshold_scope
-        key = (lv, order, k, depth, gain, scope, conv.relevance_threshold)
+        return (lv, order, k, depth, gain, scope, conv.relevance_threshold)
+
+    def ranked(self, lv, order: tuple[str, str, str], k: int | None, conv: Conventions,
+               binary: bool) -> Ranked:
+        """The reference's ``rank`` over the prefix ``k`` (None: whole lists)."""
+        key = self.ranked_key(lv, order, k, conv, binary)
+        lv, order, k, depth, gain, scope, _ = key
+        tie_rule, precision, _ = order
         if key in self._ranked:
             self._ranked.move_to_end(key)
         else:
@@ -394,6 +435,7 @@ class _Engine:
                 self._ranked.popitem(last=False)
             self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule,
                                      keep_labels=True, pooled=self._pooled(k, lv))
+            self._content[key] = _content(self._ranked[key])
         return self._ranked[key]
 
     def _pooled(self, k: int | None, lv) -> np.ndarray:
@@ -471,7 +513,7 @@ class _Engine:
                 continue
             v = getattr(conv, a)
             if axis.stage == "ordering":
-                v = self.ordering(conv, conv.ties)
+                v = _Ordering(self.ordering(conv, conv.ties))
             elif a == "depth":
                 v = conv.depth if conv.depth is not None and self._prefix_deeper(None, conv.depth) else None
             elif a == "relevance_threshold" and m.record.kind == "graded":
@@ -486,6 +528,26 @@ class _Engine:
             # a score that float32 rounds to 0 is masked as not relevant only under float32
             values.append("float32_masks")
         return (m, tuple(values))
+
+    def nonpositive(self, precision: str) -> np.ndarray:
+        """Per presorted row: its score, as ``score_precision`` reads it, is <= 0."""
+        key = ("nonpositive", precision)
+        if key not in self._arrays:
+            score = self.prep.run_score[self.rows]
+            if precision == "float32":
+                with np.errstate(over="ignore"):
+                    score = score.astype(np.float32).astype(np.float64)
+            self._arrays[key] = score <= 0
+        return self._arrays[key]
+
+    def mask(self, m: Measure, conv: Conventions) -> str | None:
+        """The score precision whose nonpositive scores mask ``m``'s labels where they are
+        ranked (``nonpositive_scores=not_relevant``, the binary measures: ``evaluate`` reads
+        those documents as not relevant), or None where nothing is masked."""
+        if (conv.nonpositive_scores != "not_relevant" or "ranked_relevance" not in m.record.groups
+                or not self.nonpositive(conv.score_precision).any()):
+            return None
+        return conv.score_precision
 
     def underflows32(self) -> bool:
         """Some score is positive as a double and <= 0 as a float32 (it underflows to 0)."""
@@ -517,11 +579,43 @@ class _Engine:
                 thr = self.gain_threshold(m, conv)
                 if thr != conv.relevance_threshold:  # a threshold the gains do not tell apart
                     rconv = conv.replace(relevance_threshold=1 if thr is None else thr)
-            ranked = self.ranked(lv, order, k, rconv, m.record.kind != "graded")
+            binary = m.record.kind != "graded"
+            mask = self.mask(m, conv)
+            ranked_lv = lv if mask is None else lv + (mask,)
+            ranked = self.ranked(ranked_lv, order, k, rconv, binary)
+            # the whole lists are never masked: R under ideal=retrieved counts the masked rows
             whole = None if covers else self.whole(lv, order, conv.depth)
             gk, jgain = self.judged_gain(lv, conv)
             jq = self.judged(lv)[0]
-            out.append(_SweepContext(conv, ranked, rule, self.R_judged(lv, conv.relevance_threshold),
-                                     jgain, jq, judged_label=self.judged(lv)[1], whole=whole,
-                                     shared=self.shared_idcg, gain_key=gk))
+            # the whole lists are kept for the sweep's life, so the object names them
+            content = (rule if rule in RULES_READ_BY_NAME else "by_order",
+                       self._content[self.ranked_key(ranked_lv, order, k, rconv, binary)], whole)
+            ctx = _SweepContext(conv, ranked, rule, self.R_judged(lv, conv.relevance_threshold),
+                                jgain, jq, judged_label=self.judged(lv)[1], whole=whole,
+                                shared=self.shared_idcg, gain_key=gk, content=content)
+            if mask is not None and conv.ideal == "retrieved" and whole is None:
+                # as evaluate: R is the unmasked list's, which this order's cut decides
+                ctx.list_R = self._unmasked_R(ctx, lv, order, k, rconv, binary)
+                ctx.content += (order,)
+            out.append(ctx)
         return out
+
+    def _unmasked_R(self, ctx: _SweepContext, lv, order, k, rconv: Conventions,
+                    binary: bool) -> Callable[[], np.ndarray]:
+        def R() -> np.ndarray:
+            plain = _SweepContext(ctx.conv, self.ranked(lv, order, k, rconv, binary), ctx.tie_rule,
+                                  ctx.R_judged, ctx.judged_gain, ctx.judged_q,
+                                  judged_label=ctx.judged_label, shared=ctx.shared,
+                                  gain_key=ctx.gain_key)
+            return plain.R
+        return R
+
+    @staticmethod
+    def content_key(formula_key: tuple, contexts: list[Context]) -> tuple:
+        """Equal keys, equal formula results, like :meth:`formula_key` (given), with its
+        orderings replaced by what each context's ``Ranked`` holds: orderings that place equal
+        labels differently, or that no list's ties tell apart, give equal rows, and the
+        formulas read the rule itself only where it is named in :data:`RULES_READ_BY_NAME`."""
+        m, values = formula_key
+        return (m, tuple(v for v in values if not isinstance(v, _Ordering)),
+                tuple(c.content for c in contexts))

@@ -203,6 +203,26 @@ def check_sample(qrels, run, measures, per_measure: int, seed: int) -> int:
     return checked
 
 
+def test_the_formulas_read_by_name_only_the_tie_rules_the_sweep_keeps_apart():
+    """The sweep shares formula results between orderings that give equal rows
+    (``_Engine.content_key``), keeping apart only the rules in ``RULES_READ_BY_NAME``: a
+    formula, the context or the sweep's own context that tested another rule by name would
+    make such orderings differ where the rows do not."""
+    import re
+    from pathlib import Path
+
+    import conformance.reference as reference
+    from conformance.reference.sweep_engine import RULES_READ_BY_NAME
+
+    named = set()
+    folder = Path(reference.__file__).parent
+    for name in ("formulas.py", "formulas_graded.py", "context.py", "sweep_engine.py"):
+        for test in re.findall(r"tie_rule\s*(?:==|!=|in)\s*(\([^)]*\)|\"[^\"]*\")",
+                               (folder / name).read_text()):
+            named |= set(re.findall(r'"([^"]*)"', test))
+    assert named and named <= set(RULES_READ_BY_NAME), named
+
+
 # Examples of the generated-case property tests, and combinations checked per measure; raise
 # for long fuzzing, e.g. CONFORMANCE_PAPER_EXAMPLES=500 CONFORMANCE_PAPER_CELLS=40
 # python -m pytest tests/engines/test_paper.py -k "sweep or read" -x -q
