@@ -68,7 +68,8 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    no scores; every tie rule is one when no two scores of a query are equal; and beyond those,
    orderings whose ``Ranked`` rows are equal (ties among equal labels, say) share their formula
    results (``_Engine.content_key``: a digest of every array a formula reads, the tie rule
-   itself only where a formula names it);
+   itself only where a formula names it; lists of more than ``DIGEST_ROWS`` rows in all keep
+   their ordering instead, as a digest would cost more there than it saves);
 8. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
    (their stages, ``_loop_rank``), so each ``Ranked`` is used in one stretch and only ``RANKED_CACHE`` of
    them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).

@@ -29,6 +29,7 @@ from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segmen
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
 RANKED_CACHE = 2  # Ranked objects kept at once
+DIGEST_ROWS = 50_000  # the largest Ranked whose rows are digested to share formula results
 # The tie rules a formula or the context tests by name (``ctx.tie_rule == ...``); every other
 # rule acts only through the order of the rows it gives (guarded by the tests).
 RULES_READ_BY_NAME = ("average", "pessimistic", "optimistic")
@@ -50,13 +51,21 @@ class _Ordering(tuple):
     """An ordering's (tie rule, score precision, rank source) in a formula key."""
 
 
-def _content(ranked: Ranked) -> bytes:
+# What a Ranked under a rule that fixes the order is made of: ``rank`` derives its other
+# arrays from these alone (every row its own tie group: group_last is pos, e_gain is gain,
+# ap_term and p_first come from rel and pos)
+_FIXED_ORDER_BASE = ("start", "n", "pos", "gain", "rel", "label", "pooled", "first")
+
+
+def _content(ranked: Ranked, rule: str) -> bytes:
     """A digest of every per-row and per-query array of ``ranked`` a formula can read (all but
-    ``order``, the trace's row numbers, and ``ties``, set only by ``evaluate``)."""
+    ``order``, the trace's row numbers, and ``ties``, set only by ``evaluate``); under a rule
+    other than ``average``, of the arrays the others derive from (``_FIXED_ORDER_BASE``)."""
     h = hashlib.blake2b(digest_size=16)
     h.update(str(ranked.n_queries).encode())
     for f in dataclasses.fields(ranked):
-        if f.name in ("n_queries", "order", "ties"):
+        if f.name in ("n_queries", "order", "ties") or (
+                rule != "average" and f.name not in _FIXED_ORDER_BASE):
             continue
         a = getattr(ranked, f.name)
         if a is None:
@@ -246,7 +255,8 @@ class _Engine:
         self.ranked_cache_size = RANKED_CACHE
         self.distinct_rankings: set[tuple] = set()
         self.ranked_builds = 0  # rank() calls of ranked(): equal to len(distinct_rankings)
-        self._content: dict[tuple, bytes] = {}  # ranked key -> digest of what the Ranked holds
+        # ranked key -> digest of what the Ranked holds (its own key beyond DIGEST_ROWS)
+        self._content: dict[tuple, Any] = {}
         self._whole: dict[tuple, _Whole] = {}
         self._arrays: dict[tuple, tuple] = {}
         self._deeper: dict[tuple, bool] = {}
@@ -435,7 +445,12 @@ class _Engine:
                 self._ranked.popitem(last=False)
             self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule,
                                      keep_labels=True, pooled=self._pooled(k, lv))
-            self._content[key] = _content(self._ranked[key])
+            built = self._ranked[key]
+            # a digest costs about one pass over the rows: on short lists far less than the
+            # formula calls it can save, on long ones more than those it saves there (where
+            # equal rows under two orderings are rare); there the ordering stands for itself
+            self._content[key] = (_content(built, tie_rule) if built.pos.size <= DIGEST_ROWS
+                                  else key)
         return self._ranked[key]
 
     def _pooled(self, k: int | None, lv) -> np.ndarray:
