@@ -3,7 +3,7 @@ with the work shared between combinations (the engine of ``conformance check-pap
 
 It lives beside the reference because it is the reference: it hands the reference's own
 ``rank`` and ``FORMULAS`` pre-sorted rows and a :class:`Context` subclass, so every
-combination's value equals ``evaluate()`` under that combination. One idea at ~900 lines: the
+combination's value equals ``evaluate()`` under that combination. One idea at ~630 lines: the
 shared-work engine (``_Engine``, ``_SweepContext``, ``_Whole``) and the grids it fills
 (:class:`Sweep`, :class:`Grid`) cannot be read apart. Per-query reported values are matched
 cell by cell while the grid is filled: they are any objects with ``measure``, ``qid``, ``lo``

@@ -3,7 +3,7 @@ that every combination of conventions shares, and the reference's own :class:`Co
 them (``_SweepContext``), so each combination's value is the reference's arithmetic on shared
 intermediate values (see ``conformance.reference.sweep`` for what is shared and why).
 
-One idea at about 480 lines: the engine (``_Engine``) and the two views of its rows it hands
+One idea at about 640 lines: the engine (``_Engine``) and the two views of its rows it hands
 the reference's formulas (``_SweepContext`` over a ranked prefix, ``_Whole`` for what only the
 whole lists show) cannot be read apart.
 """
