@@ -429,14 +429,17 @@ class _Engine:
     def ranked(self, lv, order: tuple[str, str, str], k: int | None, conv: Conventions,
                binary: bool) -> Ranked:
         """The reference's ``rank`` over the prefix ``k`` (None: whole lists)."""
-        key = self.ranked_key(lv, order, k, conv, binary)
-        lv, order, k, depth, gain, scope, _ = key
+        return self.ranked_at(self.ranked_key(lv, order, k, conv, binary))
+
+    def ranked_at(self, key: tuple) -> Ranked:
+        """The ``Ranked`` of a :meth:`ranked_key`."""
+        lv, order, k, depth, gain, scope, threshold = key
         tie_rule, precision, _ = order
         if key in self._ranked:
             self._ranked.move_to_end(key)
         else:
             rconv = BASE.replace(gain=gain, threshold_scope=scope,
-                                 relevance_threshold=conv.relevance_threshold, depth=depth)
+                                 relevance_threshold=threshold, depth=depth)
             q, primary, doc, order_in_run, labels = self._rank_args(k, precision, lv)
             self.rank_calls += 1
             self.ranked_builds += 1
@@ -548,11 +551,7 @@ class _Engine:
         """Per presorted row: its score, as ``score_precision`` reads it, is <= 0."""
         key = ("nonpositive", precision)
         if key not in self._arrays:
-            score = self.prep.run_score[self.rows]
-            if precision == "float32":
-                with np.errstate(over="ignore"):
-                    score = score.astype(np.float32).astype(np.float64)
-            self._arrays[key] = score <= 0
+            self._arrays[key] = self.primary(precision) >= 0  # the primary key is -score
         return self._arrays[key]
 
     def mask(self, m: Measure, conv: Conventions) -> str | None:
@@ -597,14 +596,15 @@ class _Engine:
             binary = m.record.kind != "graded"
             mask = self.mask(m, conv)
             ranked_lv = lv if mask is None else lv + (mask,)
-            ranked = self.ranked(ranked_lv, order, k, rconv, binary)
+            key = self.ranked_key(ranked_lv, order, k, rconv, binary)
+            ranked = self.ranked_at(key)
             # the whole lists are never masked: R under ideal=retrieved counts the masked rows
             whole = None if covers else self.whole(lv, order, conv.depth)
             gk, jgain = self.judged_gain(lv, conv)
             jq = self.judged(lv)[0]
             # the whole lists are kept for the sweep's life, so the object names them
             content = (rule if rule in RULES_READ_BY_NAME else "by_order",
-                       self._content[self.ranked_key(ranked_lv, order, k, rconv, binary)], whole)
+                       self._content[key], whole)
             ctx = _SweepContext(conv, ranked, rule, self.R_judged(lv, conv.relevance_threshold),
                                 jgain, jq, judged_label=self.judged(lv)[1], whole=whole,
                                 shared=self.shared_idcg, gain_key=gk, content=content)
