@@ -40,6 +40,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,10 @@ class Environment:
     why: str
     torch: bool = False
     no_deps: tuple[str, ...] = ()
+    # requirements of the package's own that this environment pins otherwise, each replacing
+    # the package's requirement of the same name (RecBole 1.2.1 calls np.float, which numpy
+    # removed in 1.24, the package's own floor); the worker's code is tested on them there
+    core_pins: tuple[str, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -82,7 +87,9 @@ class Environment:
         steps = []
         if self.torch:
             steps.append(TORCH.split()[2:])  # "pip install torch==X": its requirement
-        steps.append([*self.requirements, *core_requirements()])
+        pinned = {_requirement_name(r) for r in self.core_pins}
+        core = [r for r in core_requirements() if _requirement_name(r) not in pinned]
+        steps.append([*self.requirements, *self.core_pins, *core])
         if self.no_deps:
             steps.append(["--no-deps", *self.no_deps])
         return {"python": f"{sys.version_info[0]}.{sys.version_info[1]}", "steps": steps}
@@ -127,7 +134,22 @@ ENVIRONMENTS: dict[str, Environment] = {e.name: e for e in (
     Environment("recommenders", ("pandas>=2,<3", "scikit-learn>=1.2,<2"),
                 why="recommenders 1.2.1 requires pandas<3; its python_evaluation imports only "
                     "numpy, pandas and scikit-learn", no_deps=("recommenders==1.2.1",)),
+    # recbole 1.2.1 (the newest) calls np.float in MRR, MAP and NDCG (metrics.py), an alias
+    # numpy 1.24 removed, and pins colorama==0.4.4 and colorlog==4.7.2; it declares torch,
+    # ray, tensorboard, plotly, thop and more, of which recbole.evaluator imports torch (and,
+    # through recbole.utils, torch.utils.tensorboard, pandas, texttable, colorlog, colorama)
+    # and scikit-learn. pyarrow from 25 refuses numpy 1 on import
+    Environment("recbole", ("scikit-learn", "scipy", "tensorboard", "texttable",
+                            "colorlog==4.7.2", "colorama==0.4.4", "pyarrow<25"),
+                why="recbole 1.2.1's MRR, MAP and NDCG call np.float, removed in numpy 1.24; "
+                    "it pins colorama==0.4.4 and needs torch",
+                torch=True, core_pins=("numpy==1.23.5",), no_deps=("recbole==1.2.1",)),
 )}
+
+
+def _requirement_name(requirement: str) -> str:
+    """The distribution a requirement names (``"numpy>=1.24"`` -> ``numpy``)."""
+    return re.split(r"[\s\[<>=!~;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
 def readme_table() -> str:
@@ -139,6 +161,8 @@ def readme_table() -> str:
         pins = ", ".join(f"`{r}`" for r in e.requirements)
         if e.torch:
             pins = f"`{TORCH.split()[2]}` (CPU) first, then {pins}"
+        if e.core_pins:
+            pins += ", " + ", ".join(f"`{r}`" for r in e.core_pins) + " (in place of the package's own)"
         if e.no_deps:
             pins += ", then " + ", ".join(f"`{r}`" for r in e.no_deps) + " without its dependencies"
         lines.append(f"| `{e.name}` | {pins} | {e.why} |")

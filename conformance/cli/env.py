@@ -53,13 +53,17 @@ def list_(fmt):
     from conformance import environments as E
 
     rows = [{"name": e.name, "path": str(e.path), "state": e.state(),
-             "requirements": list(e.requirements), "torch_first": e.torch, "why": e.why,
+             "requirements": list(e.requirements), "torch_first": e.torch,
+             "core_pins": list(e.core_pins), "no_deps": list(e.no_deps), "why": e.why,
              "create": e.create_command()} for e in E.ENVIRONMENTS.values()]
     if fmt == "json":
         click.echo(json.dumps({"environments": rows}, sort_keys=True, indent=1))
         return
     for r in rows:
-        pins = ", ".join(r["requirements"]) + (" (CPU torch first)" if r["torch_first"] else "")
+        pins = ", ".join(r["requirements"] + [f"{p} (in place of the package's own)"
+                                              for p in r["core_pins"]])
+        pins += " (CPU torch first)" if r["torch_first"] else ""
+        pins += "".join(f", then {d} without its dependencies" for d in r["no_deps"])
         todo = "" if r["state"] == "ready" else f"; {r['create']} makes it"
         click.echo(f"{r['name']}: {r['state']}{todo}\n  path: {r['path']}\n  installs: {pins}"
                    f"\n  why apart: {r['why']}")

@@ -66,6 +66,15 @@ def test_an_environment_installs_its_pins_and_the_packages_own_requirements():
     assert not env.torch
 
 
+def test_a_core_pin_replaces_the_packages_own_requirement_of_that_name():
+    env = E.environment("recbole")
+    steps = env.wanted()["steps"]
+    assert steps[0] == ["torch==2.13.0"] and steps[-1] == ["--no-deps", "recbole==1.2.1"]
+    assert "numpy==1.23.5" in steps[1] and "numpy>=1.24" not in steps[1]
+    assert "pyarrow>=14" in steps[1]  # the package's other requirements stay
+    assert E._requirement_name("scikit_learn>=1") == "scikit-learn"
+
+
 def test_states_missing_broken_stale(nowhere):
     env = E.environment("rectools")
     assert env.state() == "missing"
