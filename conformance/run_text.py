@@ -249,11 +249,12 @@ def class_matrix(result, families: list[dict]) -> list[str]:
         for g in f["groups"]:
             for n in g["names"]:
                 cell[(n, f["family"])] = g["letter"]
-    width = max([len(n) for n in names] + [5]) + 2
-    # the key follows the rows, so that the title, the header and a line per entry are all the
-    # first screen holds before them (tests/cli/test_run_corpus.py: 50 lines)
-    lines = ["agreement classes per measure family:",
-             " " * width + "  ".join(f["family"] for f in families)]
+    title = "agreement classes:"
+    width = max([len(n) for n in names] + [len(title)]) + 2
+    # the title heads the families' column, and the key follows the rows, so that the summary,
+    # the header and a line per entry are all the first screen holds before them
+    # (tests/cli/test_run_corpus.py: 50 lines)
+    lines = [title.ljust(width) + "  ".join(f["family"] for f in families)]
     for n in names:
         lines.append(n.ljust(width) + "  ".join(cell.get((n, f["family"]), ".").ljust(len(f["family"]))
                                                  for f in families).rstrip())
