@@ -71,3 +71,28 @@ def test_lenskit_ndcg_suite_is_reproduced_by_its_default_weight(tmp_path):
 def test_lenskit_graded_ndcg_suite_is_reproduced_by_the_graded_entry(tmp_path):
     stdout = _check(tmp_path, _LK_TRUTH, _LK_RECS, {"nDCG": "0.7344"})
     assert _verdict_names(stdout, "lenskit:graded")
+
+
+# RecBole's tests/metrics/test_topk_metrics.py (1.2.x): pos_idx [[0, 0, 0], [1, 1, 1],
+# [1, 0, 1], [0, 0, 1]] with pos_len [1, 3, 4, 2], each metric_info row asserted at ranks 1-3.
+# As a run and qrels: four users listing three items each, the unlisted relevant items judged
+# only. Their means at k = 3, from the asserted rows: NDCG (0 + 1 + (1 + 1/log2 4) / (1 +
+# 1/log2 3 + 1/log2 4) + (1/log2 4) / (1 + 1/log2 3)) / 4 = 0.5026, MAP (0 + 1 + (1/3)(1 +
+# 2/3) + (1/3)(1/2)) / 4 = 0.4306, Recall (0 + 1 + 2/4 + 1/2) / 4 = 0.5, Precision
+# (0 + 1 + 2/3 + 1/3) / 4 = 0.5, MRR (0 + 1 + 1 + 1/3) / 4 = 0.5833.
+_RB_HITS = [[0, 0, 0], [1, 1, 1], [1, 0, 1], [0, 0, 1]]
+_RB_LEN = [1, 3, 4, 2]
+
+
+def test_recbole_topk_suite_is_reproduced_by_its_entry(tmp_path):
+    qrels, run = [], []
+    for u, (hits, r) in enumerate(zip(_RB_HITS, _RB_LEN)):
+        for j, hit in enumerate(hits):
+            run.append((f"u{u}", f"i{u}_{j}", 3.0 - j))
+            if hit:
+                qrels.append((f"u{u}", f"i{u}_{j}", 1))
+        qrels += [(f"u{u}", f"unlisted{u}_{j}", 1) for j in range(r - sum(hits))]
+    stdout = _check(tmp_path, qrels, run, {"nDCG@3": "0.5026", "AP@3": "0.4306", "R@3": "0.5000",
+                                           "P@3": "0.5000", "RR@3": "0.5833"})
+    assert _verdict_names(stdout, "recbole")
+    assert not _verdict_names(stdout, "rectools")  # its NDCG's ideal fills all k ranks
