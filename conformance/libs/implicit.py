@@ -1,4 +1,5 @@
-"""implicit (optional extra): ``implicit.evaluation.ranking_metrics_at_k``'s ndcg and map.
+"""implicit (optional extra): ``implicit.evaluation.ranking_metrics_at_k``'s ndcg, map and
+precision.
 
 Translation: ``ranking_metrics_at_k(model, train_user_items, test_user_items, K)`` scores a model
 by calling its ``recommend(userids, user_items, N=K)``; here the model is the run. A
@@ -13,18 +14,16 @@ their values). Users are rows and documents columns of one vocabulary each.
 matrix holding that user's row alone (a user with no test item is skipped by the library, so
 the call scores that user only); the library's mean is the call with every row.
 
-==========  ==========================================
-measure     key of ``ranking_metrics_at_k``'s result
-==========  ==========================================
-nDCG@k      ``ndcg``
-AP@k        ``map``
-==========  ==========================================
+===========================  ==========================================
+measure                      key of ``ranking_metrics_at_k``'s result
+===========================  ==========================================
+nDCG@k                       ``ndcg``
+AP@k                         ``map``
+Rcap@k under ``mean=micro``  ``precision``
+===========================  ==========================================
 
-Not supported, and why: ``precision`` is sum(hits) / sum(min(K, R)) over the users, one
-division for all of them: a micro-averaged capped recall, whose mean is not the mean of the
-per-user values (live: 0.6 on a six-user case whose per-user values average otherwise); the
-reference has no micro-averaged aggregation yet. ``auc`` is AUC over the top K against every
-unseen item, which no family computes.
+Not supported, and why: ``auc`` is AUC over the top K against every unseen item, which no
+family computes. ``precision`` is not P@k: it divides by min(K, R), not K (below).
 
 Facts behind the profile (implicit 0.7.3, ``implicit/evaluation.pyx``; each confirmed live by
 ``tests/libs/test_implicit.py``):
@@ -38,6 +37,11 @@ Facts behind the profile (implicit 0.7.3, ``implicit/evaluation.pyx``; each conf
   ndcg@3 = (1/log2 3) / (1 + 1/log2 3) = 0.38685;
 - map: precision at each hit summed, divided by min(K, R) (``ap_denominator=min_k_relevant``;
   live: that list, map@3 = (1/2) / 2 = 0.25);
+- precision: the hits in the top K summed over the users, divided once by the sum of min(K, R)
+  (``total`` += ``fmin(K, likes.size())``): the capped recall ``Rcap@k`` averaged micro
+  (``mean=micro``); one user's call gives that user's hits / min(K, R), its ``Rcap@k``. Live:
+  u1 relevant {a, f}, list c, a, e, and u2 relevant {x}, list x: per user 1/2 and 1, mean
+  (1 + 1) / (2 + 1) = 2/3 where the users' mean is 3/4;
 - a document recommended twice is two recommendations, each looked up in the test row
   (``duplicates=keep``);
 - finding, refused by the adapter (``known_failure``): when a user's test items are the whole
@@ -75,7 +79,8 @@ PROFILE = Conventions(
     duplicates="keep",  # evaluation.pyx: each of the K ids is looked up in likes
 )
 
-_KEYS = {"nDCG": "ndcg", "AP": "map"}
+_KEYS = {"nDCG": "ndcg", "AP": "map", "Rcap": "precision"}
+MICRO_PROFILE = PROFILE.replace(mean="micro")  # evaluation.pyx: precision = relevant / total, each summed over the users
 
 
 def _model_class():
@@ -120,16 +125,18 @@ class ImplicitEntry(Entry):
     module = "implicit"
     distribution = "implicit"
     tolerance = 1e-12
-    description = "implicit.evaluation.ranking_metrics_at_k (ndcg, map) with the run as the model"
+    description = ("implicit.evaluation.ranking_metrics_at_k (ndcg, map, precision) with the run "
+                   "as the model")
 
     def supports(self, measure: Measure) -> bool:
         if measure.family not in _KEYS or measure.cutoff is None or measure.alpha is not None:
             return False
-        conv = measure.conventions(PROFILE)
-        return not set(conv.differing_axes(PROFILE)) - {"relevance_threshold"}
+        own = self.profile(measure)
+        conv = measure.conventions(own)
+        return not set(conv.differing_axes(own)) - {"relevance_threshold"}
 
     def profile(self, measure: Measure) -> Conventions:
-        return PROFILE
+        return MICRO_PROFILE if measure.family == "Rcap" else PROFILE
 
     def default_profile(self) -> Conventions:
         return PROFILE
@@ -147,7 +154,7 @@ class ImplicitEntry(Entry):
         Smallest case: qrels {u1: {a: 1}}, run {u1: {a: 1.0}}."""
         if measure is None or not self.supports(measure) or not len(qrels):
             return None
-        threshold = measure.conventions(PROFILE).relevance_threshold
+        threshold = measure.conventions(self.profile(measure)).relevance_threshold
         catalogue = set(qrels.doc_ids().tolist()) | set(run.doc_ids().tolist())
         relevant: dict[str, set[str]] = {}
         for q, d, label in zip(qrels.query_ids().tolist(), qrels.doc_ids().tolist(),
@@ -169,7 +176,7 @@ class ImplicitEntry(Entry):
 
         from implicit.evaluation import ranking_metrics_at_k
 
-        threshold = measure.conventions(PROFILE).relevance_threshold
+        threshold = measure.conventions(self.profile(measure)).relevance_threshold
         users: dict[str, int] = {}
         items: dict[str, int] = {}
         rows, cols = [], []

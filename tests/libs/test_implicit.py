@@ -64,7 +64,7 @@ def test_a_document_recommended_twice_counts_twice():
     assert PROFILE.duplicates == "keep"
 
 
-def test_precision_is_micro_averaged_so_it_is_not_offered():
+def test_precision_is_micro_averaged_so_it_is_rcap_under_mean_micro():
     """On a model implicit ships: precision = sum(hits) / sum(min(K, R)), one division."""
     import scipy.sparse as sp
     from implicit.evaluation import ranking_metrics_at_k
@@ -89,8 +89,19 @@ def test_precision_is_micro_averaged_so_it_is_not_offered():
     assert got["precision"] == pytest.approx(hits / capped)
     assert got["precision"] != pytest.approx(float(np.mean(per_user)))  # not the macro mean
     e = entry("implicit")
-    for text in ("P@3", "Rcap@3", "AUROC", "nDCG", "RR@3"):
+    for text in ("P@3", "AUROC", "nDCG", "RR@3"):
         assert not e.supports(parse_measure(text)), text
+    assert e.supports(parse_measure("Rcap@3")) and e.profile(parse_measure("Rcap@3")).mean == "micro"
+
+
+def test_the_adapters_precision_is_each_users_rcap_and_the_micro_mean():
+    # u1: relevant {a, f}, list c, a, e: 1 hit over min(3, 2); u2: relevant {x}, list x: 1 / 1
+    qrels = QRELS + [("u2", "x", 1)]
+    run = RUN + [("u2", "x", 1.0)]
+    lv = call("implicit", "Rcap@3", qrels, run)
+    assert lv.error is None, lv.error
+    assert lv.per_query == pytest.approx({"u1": 1 / 2, "u2": 1.0}, abs=1e-15)
+    assert lv.mean == pytest.approx((1 + 1) / (2 + 1), abs=1e-15)  # not (1/2 + 1) / 2
 
 
 def test_a_user_whose_test_items_are_the_catalogue_divides_by_zero_and_is_refused():
