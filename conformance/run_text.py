@@ -240,15 +240,17 @@ def _family_head(f: dict) -> str:
 
 
 def class_matrix(result, families: list[dict]) -> list[str]:
-    """One line per entry, one column per measure family: the entry's class over the family's
-    case x measure rows (``=`` the base class on every row, a letter the family's group of that
-    letter below, ``.`` no value of that family)."""
-    names = [e.name for e in result.entries if result.available[e.name]]
+    """One line per entry that gave a value of some family shown, one column per measure family:
+    the entry's class over the family's case x measure rows (``=`` the base class on every row,
+    a letter the family's group of that letter below, ``.`` no value of that family); the
+    entries that ran and gave none are named in one line after the key."""
+    ran = [e.name for e in result.entries if result.available[e.name]]
     cell: dict[tuple[str, str], str] = {}
     for f in families:
         for g in f["groups"]:
             for n in g["names"]:
                 cell[(n, f["family"])] = g["letter"]
+    names = [n for n in ran if any((n, f["family"]) in cell for f in families)]
     title = "agreement classes:"
     width = max([len(n) for n in names] + [len(title)]) + 2
     # the title heads the families' column, and the key follows the rows, so that the summary,
@@ -260,8 +262,12 @@ def class_matrix(result, families: list[dict]) -> list[str]:
                                                  for f in families).rstrip())
     lines += [f"('=': {result.anchor}'s class on every row, or the first class where {result.anchor} "
               "has none;",
-              "'a', 'b', ...: the family's classes below; '.': no value)", ""]
-    return lines
+              "'a', 'b', ...: the family's classes below; '.': no value)"]
+    silent = [n for n in ran if n not in names]
+    if silent:
+        lines += textwrap.wrap("ran without a value of these families: " + ", ".join(silent), WIDTH,
+                               break_on_hyphens=False, break_long_words=False)
+    return lines + [""]
 
 
 def family_tables(result, rows: list[dict] | None = None) -> list[str]:
