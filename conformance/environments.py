@@ -144,6 +144,15 @@ ENVIRONMENTS: dict[str, Environment] = {e.name: e for e in (
                 why="recbole 1.2.1's MRR, MAP and NDCG call np.float, removed in numpy 1.24; "
                     "it pins colorama==0.4.4 and needs torch",
                 torch=True, core_pins=("numpy==1.23.5",), no_deps=("recbole==1.2.1",)),
+    # torchrec 1.9.2 (the newest) declares torchmetrics==1.0.3 (1.9 is the others') and
+    # fbgemm-gpu, the CUDA build; torchrec.metrics imports the package, which loads fbgemm_gpu's
+    # operators. fbgemm-gpu-cpu 1.9.0 is built for another torch (an undefined symbol of
+    # torch.autograd at load, on torch 2.13.0); 1.8.0 loads there
+    Environment("torchrec", ("torchmetrics==1.0.3", "fbgemm-gpu-cpu==1.8.0", "tensordict", "tqdm",
+                             "pyre-extensions"),
+                why="torchrec 1.9.2 pins torchmetrics==1.0.3 and requires fbgemm-gpu (its CPU "
+                    "build 1.8.0 is the one that loads on torch 2.13.0)",
+                torch=True, no_deps=("torchrec==1.9.2",)),
 )}
 
 

@@ -25,7 +25,7 @@ _MODULES = ["trec_eval", "ranx", "sklearn", "lightgbm", "xgboost", "ir_measures"
             "trectools", "mteb", "ragas", "spark",
             # recommender-system libraries, each its own extra
             "cornac", "keras_rs", "implicit", "rectools", "lenskit", "recommenders",
-            "catboost", "recbole"]
+            "catboost", "recbole", "torchrec"]
 
 
 class AdapterImportError(ImportError):
