@@ -739,6 +739,9 @@ AXES: dict[str, Axis] = {
             default="empty",
             group="named",
             stage="denominator",
+            # without a negative label every gain is >= 0, so no ideal is below 0 and the two
+            # agree: the sweep tries divide only on inputs with one (reference.sweep)
+            swept=("empty", "divide"),
             phrases={"empty": "negative ideals as empty queries",
                      "divide": "negative ideals divided through"},
         ),

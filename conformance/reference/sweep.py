@@ -183,6 +183,7 @@ class Facts:
         d["depth"] = (None,) + tuple(x for x in DEPTHS if self.longest_list > x)
         if not self.negative:
             d["negative_labels"] = ("unjudged",)
+            d["negative_ideal"] = ("empty",)  # every gain >= 0: no ideal DCG below 0
         if not self.fractional:
             d["label_type"] = ("float",) + (("float32",) if self.narrowed32 else ())
         elif not self.narrowed32:  # fractional labels such as 0.5 are float32 numbers
