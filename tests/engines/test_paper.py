@@ -762,7 +762,8 @@ def test_cli_success_and_json(hand_files, tmp_path):
     # --libs runs the entries it names live and judges every other by its profile (it no
     # longer narrows the table): every entry with exponential gain over this tie-free list
     assert doc["consistent_libraries"] == ["catboost:exp", "keras_rs", "lightgbm",
-                                           "recommenders:exp", "xgboost", "xgboost:ndcg-"]
+                                           "recommenders:exp", "torchrec:exp", "xgboost",
+                                           "xgboost:ndcg-"]
     assert doc["inconsistent_libraries"]["trec_eval"]["nDCG@3"] == pytest.approx(0.8597187, abs=1e-7)
     first = out.read_bytes()
     assert _invoke(*args).exit_code == 0
