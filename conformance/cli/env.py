@@ -39,8 +39,8 @@ def create(names, everything):
     chosen = list(E.ENVIRONMENTS.values()) if everything else [E.environment(n) for n in names]
     for env in chosen:
         if env.state() != "ready":
-            click.echo(f"{env.name}: installing {', '.join(env.requirements)} into {env.path} ...",
-                       err=True)
+            pins = ", ".join(env.requirements + env.core_pins)
+            click.echo(f"{env.name}: installing {pins} into {env.path} ...", err=True)
         click.echo(E.create(env))
 
 
