@@ -75,6 +75,9 @@ each confirmed live by ``tests/libs/test_recommenders.py``):
   R as two pandas Series and takes ``.mean()``, which skips NaN: a user with no hit in its top R
   (not in the first Series) is left out of the mean instead of scoring 0. Live: u1 relevant a
   ranked first, u2 relevant x and list y: 1.0, where the mean of the users' values is 0.5;
+  and when no user has a hit in its top R but one has a hit in the top largest R (the call's
+  k), the division is empty and its mean NaN (live: u1 relevant a, list b, a; u2 relevant x,
+  z, list y: NaN, where both users score 0) (found by the 10,000-case long fuzz);
 - finding (no entry calls it): ``relevancy_method="by_threshold"`` takes the top ``threshold``
   items (``top_k = threshold``, a count), and ``precision_at_k`` still divides by k, so values
   above 1 come out: live, one user, positives {a, b}, list a, b, ``precision_at_k(k=1,
@@ -213,9 +216,11 @@ class RecommendersEntry(Entry):
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
         """nDCG on a relevant document listed twice by a user, one listing in the top k (the
         hits are merged with every listing); Rprec where some user has no hit in its top R
-        while another has one (the mean skips the first). Smallest cases: nDCG@2, qrels {u1:
-        {a: 1}}, run {u1: a 2.0, a 1.0}; Rprec, qrels {u1: {a: 1}, u2: {x: 1}}, run {u1: a,
-        u2: y}."""
+        while another has one (the mean skips the first), or where no user has one but some
+        user has a hit in the top largest R (the mean of no value: NaN). Smallest cases: nDCG@2,
+        qrels {u1: {a: 1}}, run {u1: a 2.0, a 1.0}; Rprec, qrels {u1: {a: 1}, u2: {x: 1}}, run
+        {u1: a, u2: y}; Rprec, qrels {u1: {a: 1}, u2: {x: 1, z: 1}}, run {u1: b, a; u2: y}
+        (u1 misses its top 1, holds a in its top 2)."""
         if measure is None or not self.supports(measure) or measure.family not in ("nDCG", "Rprec"):
             return None
         conv = measure.conventions(self.profile(measure))
@@ -237,6 +242,14 @@ class RecommendersEntry(Entry):
             return (f"refused by the adapter: user {zero[0]!r} has no relevant document in its "
                     "top R, and Recommenders' r_precision_at_k leaves such a user out of its "
                     "mean (pandas' mean skips the NaN of the division) instead of counting 0")
+        # every user misses its top R: the mean is 0.0 only when no hit is in the call's top k
+        # (the largest R: `if df_hit.shape[0] == 0: return 0.0`), else the mean of no value, NaN
+        k_call = max((len(v) for v in relevant.values()), default=0)
+        if zero and any(set(ranked[u][:k_call]) & relevant[u] for u in scored):
+            return (f"refused by the adapter: no user has a relevant document in its top R, but "
+                    f"user {next(u for u in scored if set(ranked[u][:k_call]) & relevant[u])!r} "
+                    "has one in the top largest-R, and Recommenders' r_precision_at_k then "
+                    "averages no value: NaN, where every user scores 0")
         return None
 
     def _k(self, measure: Measure, true: list, pred: list) -> int:

@@ -155,6 +155,19 @@ def test_r_precision_mean_leaves_out_users_without_a_hit_and_is_refused():
     assert ok.per_query == {"u1": 1.0, "u2": 1.0} and ok.mean == 1.0
 
 
+def test_r_precision_mean_of_no_hit_in_any_top_r_is_nan_when_a_top_largest_r_holds_one():
+    # u1: relevant a, list b, a (R = 1: a is 2nd); u2: relevant x, z, list y. The call's k is the
+    # largest R, 2: a is a hit row there, so the function does not return 0.0 early, and no
+    # user keeps a row within its own R: the mean of nothing
+    true = [("u1", "a", 1.0), ("u2", "x", 1.0), ("u2", "z", 1.0)]
+    pred = [("u1", "b", 2.0), ("u1", "a", 1.0), ("u2", "y", 1.0)]
+    assert math.isnan(library("r_precision_at_k", true, pred, k=2))
+    assert library("r_precision_at_k", true, [("u1", "b", 2.0), ("u2", "y", 1.0)], k=2) == 0.0
+    qrels = [("u1", "a", 1), ("u2", "x", 1), ("u2", "z", 1)]
+    lv = call("recommenders", "Rprec", qrels, pred)
+    assert lv.error is not None and "averages no value" in lv.error
+
+
 def test_by_threshold_reads_the_threshold_as_a_count_and_gives_precision_above_one():
     true = [("u1", "a", 1.0), ("u1", "b", 1.0)]
     pred = [("u1", "a", 2.0), ("u1", "b", 1.0)]
