@@ -98,18 +98,18 @@ def test_recbole_topk_suite_is_reproduced_by_its_entry(tmp_path):
     assert not _verdict_names(stdout, "rectools")  # its NDCG's ideal fills all k ranks
 
 
-# TorchRec's torchrec/metrics/tests/test_ndcg.py (1.9.x), its two-session fixture: predictions
-# [0.1, 0.2, 0.3, 0.4, 0.5 | 0.1, 0.2, 0.3], labels [0, 1, 0, 0, 2 | 2, 1, 0], weights
-# [1, 1, 1, 1, 2 | 1, 1, 3], asserting 0.6463 (and 0.1522 for the first session alone). The
-# metric reports each session's 1 - NDCG times its largest weight, averaged: 2 (1 - 0.92389)
-# = 0.1522, and (0.1522 + 3 (1 - 0.61991)) / 2 = 0.6463. Weights are no part of a run, so the
-# number a paper would print from it is the sessions' NDCG: (0.92389 + 0.61991) / 2 = 0.7719,
-# where session 1 is (2 + 1/log2 5) / (2 + 1/log2 3) and session 2 (1/log2 3 + 2/2) / (2 +
-# 1/log2 3).
+# TorchRec's torchrec/metrics/tests/test_ndcg.py (1.9.x), its fixture of two ranked lists (two
+# session ids): predictions [0.1, 0.2, 0.3, 0.4, 0.5 | 0.1, 0.2, 0.3], labels
+# [0, 1, 0, 0, 2 | 2, 1, 0], weights [1, 1, 1, 1, 2 | 1, 1, 3], asserting 0.6463 (and 0.1522
+# for the first list alone). The metric reports each list's 1 - NDCG times its largest weight,
+# averaged: 2 (1 - 0.92389) = 0.1522, and (0.1522 + 3 (1 - 0.61991)) / 2 = 0.6463. Weights are
+# no part of a run, so the number reported from it is the lists' NDCG: (0.92389 + 0.61991) / 2
+# = 0.7719, where list 1 is (2 + 1/log2 5) / (2 + 1/log2 3) and list 2 (1/log2 3 + 2/2) /
+# (2 + 1/log2 3).
 def test_torchrec_ndcg_suite_is_reproduced_by_its_entry(tmp_path):
-    sessions = {"s1": ([0.1, 0.2, 0.3, 0.4, 0.5], [0, 1, 0, 0, 2]), "s2": ([0.1, 0.2, 0.3], [2, 1, 0])}
-    qrels = [(s, f"{s}d{i}", lab) for s, (_, labels) in sessions.items() for i, lab in enumerate(labels)]
-    run = [(s, f"{s}d{i}", p) for s, (preds, _) in sessions.items() for i, p in enumerate(preds)]
+    lists = {"s1": ([0.1, 0.2, 0.3, 0.4, 0.5], [0, 1, 0, 0, 2]), "s2": ([0.1, 0.2, 0.3], [2, 1, 0])}
+    qrels = [(q, f"{q}d{i}", lab) for q, (_, labels) in lists.items() for i, lab in enumerate(labels)]
+    run = [(q, f"{q}d{i}", p) for q, (preds, _) in lists.items() for i, p in enumerate(preds)]
     stdout = _check(tmp_path, qrels, run, {"nDCG": "0.7719"})
     assert _verdict_names(stdout, "torchrec")
     assert not _verdict_names(stdout, "torchrec:exp")
