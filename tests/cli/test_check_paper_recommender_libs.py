@@ -1,6 +1,7 @@
 """``conformance check-paper --no-live`` on the recommender libraries' own test examples: the
 values their test suites assert are reproduced, and the verdict names the entry whose declared
-profile gives them (no library is run: the entries are judged by their profiles).
+profile gives them (no library is run: the entries are judged by their profiles). Where
+check-paper cannot yet do so, a strict xfail holds the library's values and says why.
 """
 
 from __future__ import annotations
@@ -182,6 +183,24 @@ def test_cornac_ranking_suite_is_reproduced_by_its_entry(tmp_path, users):
     assert _row(stdout, "cornac")[0] == "yes"
 
 
+# The same file's test_map: MAP().compute(item_indices, pd_scores, gt_pos) on scored candidate
+# lists, none with a tie: items 0-2 scored [0.75, 0.5, 1], gt_pos [0]: 0.5; items 0-2 scored
+# [1, 0.2, 0.1], gt_pos [2]: 1/3; items 0-9 scored linspace(0, 1, 10) reversed, gt_pos
+# [1, 3, 5]: (1/2 + 2/4 + 3/6) / 3 = 0.5. The sweep reproduces them, but the cornac entry offers
+# no AP: its MAP ranks each tied group at the group's last rank, which no tie rule describes.
+@pytest.mark.xfail(raises=AssertionError, strict=True,
+                   reason="the cornac entry does not compute AP (its MAP's tie rule has no axis "
+                          "value), so check-paper cannot name it for cornac's MAP")
+def test_cornac_map_suite_is_reproduced_by_its_entry(tmp_path):
+    cases = {"m1": ([0], [0.75, 0.5, 1.0], "0.5000"), "m2": ([2], [1.0, 0.2, 0.1], "0.3333"),
+             "m3": ([1, 3, 5], [1 - i / 9 for i in range(10)], "0.5000")}
+    qrels = [(u, f"i{i}", 1) for u, (gt_pos, _, _) in cases.items() for i in gt_pos]
+    run = [(u, f"i{i}", s) for u, (_, scores, _) in cases.items() for i, s in enumerate(scores)]
+    values = [("AP", u, v) for u, (_, _, v) in cases.items()]
+    stdout = _check_per_query(tmp_path, qrels, run, values)
+    assert _verdict_names(stdout, "cornac")
+
+
 # implicit's tests/recommender_base_test.py (0.7.3), RecommenderBaseTestMixin.test_evaluation:
 # the 50 x 50 checkerboard (user u liked every item of u's parity) with the diagonal withheld
 # for testing; the models are fit on the rest, test_recommend asserts that each user's top
@@ -195,6 +214,24 @@ def test_implicit_evaluation_suite_is_reproduced_by_its_entry(tmp_path):
     stdout = _check(tmp_path, qrels, run, {"Rcap@1": "1.0000"})
     assert _verdict_names(stdout, "implicit")
     assert _row(stdout, "implicit")[0] == "yes"
+
+
+# One call of implicit's ranking_metrics_at_k gives ndcg, map and precision together: the first
+# two averaged over the users, precision summed over them (micro). By hand, K = 3: u1 relevant
+# {a, f}, list c, a, e; u2 relevant {x}, list x. ndcg: u1 (1/log2 3) / (1 + 1/log2 3) =
+# 0.38685, u2 1, mean 0.6934; map: u1 (1/2) / min(3, 2) = 0.25, u2 1, mean 0.625; precision:
+# (1 + 1) / (min(3, 2) + min(3, 1)) = 0.6667 (ranking_metrics_at_k prints 0.6934, 0.625, 0.6667
+# for these with the run as its model). The sweep crosses one mean for every reported measure,
+# and mean=micro refuses nDCG and AP, so no single convention set holds the three.
+@pytest.mark.xfail(raises=AssertionError, strict=True,
+                   reason="the sweep has one mean axis for all reported measures; implicit "
+                          "averages ndcg and map but micro-averages precision in one call")
+def test_implicit_one_call_is_reproduced_by_one_convention_set(tmp_path):
+    qrels = [("u1", "a", 1), ("u1", "f", 1), ("u2", "x", 1)]
+    run = [("u1", "c", 3.0), ("u1", "a", 2.0), ("u1", "e", 1.0), ("u2", "x", 1.0)]
+    stdout = _check(tmp_path, qrels, run, {"nDCG@3": "0.6934", "AP@3": "0.6250",
+                                           "Rcap@3": "0.6667"})
+    assert _verdict_names(stdout, "implicit")
 
 
 # keras-rs' keras_rs/src/metrics/*_test.py (0.4.0): each file's setUp batch of four lists (no
