@@ -135,9 +135,9 @@ def _row(stdout: str, name: str) -> list[str]:
     return next(line.split() for line in stdout.splitlines() if line.split()[1:2] == [name])
 
 
-# Cornac's tests/cornac/metrics/test_ranking.py (cornac 3.0.x, where compute takes gt_pos and
-# pd_rank as item indices): each assertion is one call on one ranked list, so each is one user
-# here and is reported as that user's value. Per case (gt_pos; pd_rank) the values asserted:
+# Cornac's tests/cornac/metrics/test_ranking.py (its v2.6.0 tag; cornac 3.0.1 gives the same
+# values), where compute takes gt_pos and pd_rank as item indices: each assertion is one call on
+# one ranked list, so each is one user here and is reported as that user's value. Per case (gt_pos; pd_rank) the values asserted:
 #   s ([0]; [0]): NDCG(), MRR(), Precision(), Recall(), FMeasure(), HitRatio() all 1;
 #   a ([0, 2]; [0, 2, 1]): NDCG() 1, MRR() 1, HitRatio() 1, Precision() 2/3, Recall() 1,
 #     FMeasure() 4/5;
