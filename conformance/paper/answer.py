@@ -123,9 +123,9 @@ class PaperResult:
 
     @property
     def reproducible(self) -> bool:
-        """Some swept convention set reproduces every reported value (check-paper exits 0;
-        else 1)."""
-        return bool(self.joint_ok.any())
+        """Some swept convention set reproduces every reported value, or a library entry does
+        under the profiles it declares for each measure (check-paper exits 0; else 1)."""
+        return bool(self.joint_ok.any()) or bool(_by_measure_profiles(self.entries))
 
     @property
     def aggregates(self) -> list[Reported]:
@@ -325,7 +325,7 @@ def _verdict(result: PaperResult) -> str:
     if result.per_query_file is not None or any(r.qid is not None for r in result.reported):
         shown.append("the per-query values")
     what = _join(shown)
-    plural = len(shown) > 1
+    plural = len(shown) > 1 or shown == ["the per-query values"]
     libs = [e for e in result.entries if e.consistent]
     te = next((e for e in result.entries if e.name == "trec_eval"), None)
 
@@ -393,13 +393,27 @@ def _verdict(result: PaperResult) -> str:
                              f"{'above' if x.gap > 0 else 'below'} ({_differing(x.conventions)})")
         text = (f"{what} {'are' if plural else 'is'} not reproducible under any convention set swept"
                 + ("; " + "; ".join(parts) if parts else ""))
-    if libs:
-        text += (f"; yet {_join([e.name for e in libs])} {'gives' if len(libs) == 1 else 'give'} "
+    described = _by_measure_profiles(libs)
+    for e in described:
+        text += (f"; {e.name} reproduces {'them' if plural else 'it'} under the profile it "
+                 f"declares for each measure ({e.profiles_by_measure})")
+    others = [e for e in libs if e not in described]
+    if others:
+        text += (f"; yet {_join([e.name for e in others])} {'gives' if len(others) == 1 else 'give'} "
                  f"{'them' if plural else 'it'} (a library the sweep does not describe: a finding)")
     d = default_clause()
     if d:
         text += f"; {d}"
     return text + "."
+
+
+def _by_measure_profiles(entries) -> list:
+    """The entries that reproduce every value under profiles that differ by measure (one
+    library call averaging some measures and micro-averaging another), each profile's value
+    agreeing with the library's where it ran: described by the reference, measure by measure,
+    where no single convention set holds them all."""
+    return [e for e in entries if e.consistent and e.profiles_by_measure is not None
+            and all(m.agrees_with_profile is not False for m in e.metrics.values())]
 
 
 def _nearest(grid: Grid, reported: list[Reported]) -> Miss | None:

@@ -4,8 +4,15 @@ An entry reproduces the reported values when it computes every reported measure 
 falls in its interval. The entry's value is the live library's when it is installed (its own
 mean when it reports one, else the mean of its per-query values): that is the number the library
 prints on this input. Without the library, its declared profile decides: the reference under the
-profile (the range over tie orders under ``ties=unspecified``), within the entry's tolerance.
+profile (the range over tie orders under ``ties=unspecified``), within the entry's tolerance,
+unless the entry declares that its library refuses this input for the measure
+(``Entry.known_failure``): then the profile gives no value, as the library would give none.
 Both are reported; a live value that its profile does not predict is flagged as a finding.
+
+An entry may declare a different profile for each measure (implicit averages its ndcg and map
+over users but its precision micro): ``EntryCheck.profiles_by_measure`` says how they differ,
+so that a verdict can tell an entry whose values no single convention set holds from a library
+the sweep does not describe.
 """
 
 from __future__ import annotations
@@ -16,11 +23,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from conformance.conventions import Conventions
+from conformance.conventions import Conventions, format_value
 from conformance.io.data import Qrels, Run
 from conformance.errors import EvaluationError
 from conformance.libs.base import longest_list
-from conformance.measures import Measure
+from conformance.measures import FAMILIES, Measure
 from conformance.paper.reported import Reported
 from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared
@@ -67,6 +74,9 @@ class EntryCheck:
     metrics: dict[str, EntryMetric]
     consistent: bool
     not_run: str | None = None  # why the live library was not run, when it was not
+    # how the entry's declared profiles differ across the reported measures ("Rcap@3:
+    # mean=micro"), or None when one profile serves them all
+    profiles_by_measure: str | None = None
 
     def to_dict(self) -> dict:
         def num(v):
@@ -77,6 +87,7 @@ class EntryCheck:
             "decided_by": self.decided_by,
             "not_run": self.not_run,
             "consistent": self.consistent,
+            "profiles_by_measure": self.profiles_by_measure,
             "metrics": {
                 k: {
                     "supported": e.supported,
@@ -171,6 +182,7 @@ class EntryEvidence:
     profile: dict[Measure, Any]
     live: dict[Measure, Any]
     not_run: str | None = None  # why the live library was not run (None: it was, or live=False)
+    profiles_by_measure: str | None = None  # EntryCheck.profiles_by_measure
 
 
 def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Measure],
@@ -209,13 +221,37 @@ def gather_entries(prep: Prepared, qrels: Qrels, run: Run, measures: Sequence[Me
         got = e.evaluate(qrels, run, supported) if available and supported else {}
         # the loosest of its measures' tolerances on these lists (float32 sums grow with them)
         tolerance = max([e.tolerance] + [e.tolerance_for(m, longest) for m in supported])
+        # judged by its profile, an entry whose library refuses this input gives no value
+        refused = {} if available else {m: r for m in supported
+                                         if (r := e.known_failure(qrels, run, m)) is not None}
         out.append(EntryEvidence(
             e.name, tolerance, available,
             {m: m in supported for m in measures},
-            {m: values[(plan[(e.name, m)], m)] for m in supported},
+            {m: refused[m] if m in refused else values[(plan[(e.name, m)], m)]
+             for m in supported},
             {m: got.get(m) for m in supported} if available else {},
+            profiles_by_measure=_profiles_by_measure({m: plan[(e.name, m)] for m in supported}),
         ))
     return out
+
+
+def _profiles_by_measure(profiles: dict[Measure, Conventions]) -> str | None:
+    """How one entry's profiles of several measures differ: for each measure whose profile is
+    not the most common one, ``measure: axis=value`` on the axes its family reads where it
+    differs from it; None when no measure's profile differs so."""
+    if len(set(profiles.values())) < 2:
+        return None
+    counts: dict[Conventions, int] = {}
+    for p in profiles.values():
+        counts[p] = counts.get(p, 0) + 1
+    common = max(counts, key=lambda p: counts[p])  # first of the most common, in measure order
+    parts = []
+    for m, p in profiles.items():
+        axes = [a for a in p.differing_axes(common) if a in FAMILIES[m.family].axes]
+        if axes:
+            parts.append(f"{m.text}: " + ", ".join(f"{a}={format_value(getattr(p, a))}"
+                                                   for a in axes))
+    return "; ".join(parts) or None
 
 
 # Why an entry's library was not run live (EntryEvidence.not_run)
@@ -296,7 +332,7 @@ def judge_entries(evidence: Sequence[EntryEvidence], reported: Sequence[Reported
         if ev.not_run == TIE_ORDER:  # undecided: some order would, the library's is unknown
             consistent = False
         out.append(EntryCheck(ev.name, ev.available, "live" if ev.available else "profile",
-                              metrics, consistent, ev.not_run))
+                              metrics, consistent, ev.not_run, ev.profiles_by_measure))
     return out
 
 
