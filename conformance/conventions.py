@@ -4,8 +4,9 @@ Each axis is one :class:`Axis` record in :data:`AXES`, and every other table of 
 from those records: the fields of :class:`Conventions` and their defaults, the values the paper
 sweep tries (``Axis.swept``), the phrases a verdict uses (``Axis.phrases``), the measure families
 that read the axis (``Axis.group``, matched against each family's groups in
-``conformance.measures``), the switches the report's explorer offers (``Axis.explorer``), and the
-README's axis table (:func:`readme_table`, held equal to the README by a test).
+``conformance.measures``), the switches the report's explorer offers (``Axis.explorer``) and why
+each other axis cannot change a number there (``Axis.explorer_idle``), and the README's axis
+table (:func:`readme_table`, held equal to the README by a test).
 
 A :class:`Conventions` is a frozen choice of one value on every axis; a profile is a named
 ``Conventions``. Values are plain Python values: strings for named choices, ``int`` for the
@@ -83,6 +84,9 @@ class Axis:
     ``phrases``: value -> the words a verdict uses for it; ``open_phrase`` formats an open value.
     ``explorer``: the report's explorer offers the axis (its list holds every judged document,
     in score order, without ties, so only axes that matter there are offered).
+    ``explorer_idle``: for an axis the explorer does not offer, why no value of it can change a
+    number on that list (empty: it can; then an entry whose profile sets the axis off its
+    default is shown there as not computed).
     ``with_cutoff_only``: the axis changes a measure only when the measure has a cutoff.
     ``stage``: where in the computation it acts (:data:`STAGES`).
     """
@@ -99,6 +103,7 @@ class Axis:
     phrases: Mapping[Any, str] = field(default_factory=dict)
     open_phrase: str = ""
     explorer: bool = False
+    explorer_idle: str = ""
     with_cutoff_only: bool = False
     # named values stored as something other than their text ("none" -> None for depth)
     stored: Mapping[str, Any] = field(default_factory=dict)
@@ -386,6 +391,7 @@ AXES: dict[str, Axis] = {
                      "average": "tied documents averaged",
                      "pessimistic": "tied documents with the lower label first",
                      "optimistic": "tied documents with the higher label first"},
+            explorer_idle="the list is an order: no two documents tie",
         ),
         Axis(
             "relevance_threshold",
@@ -428,6 +434,7 @@ AXES: dict[str, Axis] = {
             stage="labels",
             swept=("unjudged", "keep"),
             phrases={"unjudged": "negative labels as unjudged", "keep": "negative labels kept as gains"},
+            explorer_idle="grades are 0..3: no negative label",
         ),
         Axis(
             "label_type",
@@ -445,6 +452,7 @@ AXES: dict[str, Axis] = {
             swept=("float", "float32", "int_truncate"),
             phrases={"float": "fractional labels as they are", "float32": "labels read as float32",
                      "int_truncate": "labels truncated to integers"},
+            explorer_idle="grades are integers",
         ),
         Axis(
             "query_set",
@@ -474,6 +482,7 @@ AXES: dict[str, Axis] = {
             phrases={"run": "only the run's queries averaged", "qrels": "every judged query averaged",
                      "run_all": "every run query averaged, one without judgments as 0/0",
                      "qrels_strict": "every judged query averaged, one missing from the run as 0"},
+            explorer_idle="one query, both judged and ranked",
         ),
         Axis(
             "depth",
@@ -501,6 +510,7 @@ AXES: dict[str, Axis] = {
             stage="ordering",
             swept=("float64", "float32"),
             phrases={"float64": "float64 scores", "float32": "scores narrowed to float32"},
+            explorer_idle="the list is an order: no scores to narrow",
         ),
         Axis(
             "rr_cutoff",
@@ -527,6 +537,7 @@ AXES: dict[str, Axis] = {
             default="score",
             group="input",
             stage="ordering",  # the rank column refuses a run without ranks, whatever the measure
+            explorer_idle="the list is an order: scores and ranks agree",
         ),
         Axis(
             "nonpositive_scores",
@@ -543,6 +554,7 @@ AXES: dict[str, Axis] = {
             swept=("rank", "not_relevant"),
             phrases={"rank": "documents scored <= 0 ranked like any other",
                      "not_relevant": "documents scored <= 0 never relevant where ranked"},
+            explorer_idle="the list's documents count as scored above 0",
         ),
         Axis(
             "single_document",
@@ -573,6 +585,7 @@ AXES: dict[str, Axis] = {
             default="error",
             group="input",
             stage="input",
+            explorer_idle="each document is listed once",
         ),
         Axis(
             "identical_ids",
@@ -590,6 +603,7 @@ AXES: dict[str, Axis] = {
             swept=("keep", "drop"),
             phrases={"keep": "documents named like their query kept",
                      "drop": "documents named like their query dropped"},
+            explorer_idle="no document is named like the query",
         ),
         Axis(
             "rounding",
@@ -744,6 +758,7 @@ AXES: dict[str, Axis] = {
             swept=("empty", "divide"),
             phrases={"empty": "negative ideals as empty queries",
                      "divide": "negative ideals divided through"},
+            explorer_idle="grades are 0..3: no ideal DCG below 0",
         ),
         Axis(
             "unretrieved",
@@ -759,6 +774,7 @@ AXES: dict[str, Axis] = {
             stage="input",
             phrases={"absent": "unretrieved judged documents left out of the lists",
                      "appended": "unretrieved judged documents appended with score 0"},
+            explorer_idle="the list holds every judged document: none is left to append",
         ),
         Axis(
             "batch",
@@ -775,6 +791,7 @@ AXES: dict[str, Axis] = {
             stage="input",
             phrases={"per_query": "each query ranked on its own",
                      "flattened": "the queries flattened into one ranking"},
+            explorer_idle="one query: flattening the queries changes nothing",
         ),
     ]
 }

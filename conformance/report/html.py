@@ -586,23 +586,11 @@ def explorer_profile(conv: Conventions) -> dict[str, Any]:
 
 
 # Why each axis the explorer does not offer cannot change a value on its list (one query, every
-# judged document ranked once in a given order, grades 0..3). An axis missing here and not
-# offered is not modelled: an entry whose profile sets it off its default is shown as not
-# computed there (``not_here``), never computed as if it did not.
-EXPLORER_IDLE = {
-    "ties": "the list is an order: no two documents tie",
-    "negative_labels": "grades are 0..3: no negative label",
-    "label_type": "grades are integers",
-    "query_set": "one query, both judged and ranked",
-    "score_precision": "the list is an order: no scores to narrow",
-    "rank_source": "the list is an order: scores and ranks agree",
-    "nonpositive_scores": "the list's documents count as scored above 0",
-    "duplicates": "each document is listed once",
-    "identical_ids": "no document is named like the query",
-    "negative_ideal": "grades are 0..3: no ideal DCG below 0",
-    "unretrieved": "the list holds every judged document: none is left to append",
-    "batch": "one query: flattening the queries changes nothing",
-}
+# judged document ranked once in a given order, grades 0..3), from the axis records
+# (``Axis.explorer_idle``). An axis neither offered nor idle is not modelled: an entry whose
+# profile sets it off its default is shown as not computed there (``not_here``), never computed
+# as if it did not.
+EXPLORER_IDLE: dict[str, str] = {a.name: a.explorer_idle for a in AXES.values() if a.explorer_idle}
 
 
 def explorer_not_here(conv: Conventions, family: str | None = None) -> list[str]:

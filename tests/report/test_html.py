@@ -425,18 +425,31 @@ def test_library_errors_do_not_make_pages_differ():
     assert "[bt]" not in report_html.library_error(e1)
 
 
+# A value off the default for each axis whose named and swept values hold none (open values only)
+OPEN_SAMPLES = {"depth": 3, "err_max_grade": 5}
+
+
+def off_default_values(axis: str) -> list:
+    """Every named and swept value of ``axis`` off its default, stored, or its open sample."""
+    a = AXES[axis]
+    values = [a.parse(v) for v in a.values] + list(a.swept or ())
+    values += [a.parse(OPEN_SAMPLES[axis])] if axis in OPEN_SAMPLES else []
+    return list(dict.fromkeys(v for v in values if v != a.default))
+
+
 def test_every_axis_the_explorer_does_not_offer_is_idle_there_or_said_not_computed():
     """An axis is offered (and computed by explorer.js), idle on the explorer's list for a
-    stated reason, or makes the entry's value there "not computed": never silently ignored."""
+    stated reason (its record's ``explorer_idle``), or every value of it off its default makes
+    the entry's value there "not computed": never silently ignored."""
     offered, idle = set(report_html.EXPLORER_AXES), set(report_html.EXPLORER_IDLE)
     assert not offered & idle
+    assert all(report_html.EXPLORER_IDLE.values())  # each idle axis says why
     for axis in set(AXES) - offered - idle:
-        value = {"depth": 3, "mean": "geometric", "bpref_denominator": "r", "iprec_rank": "floor_plus_0.9",
-                 "err_max_grade": 5, "rbp_gain": "label", "weights_horizon": 10,
-                 "residual_tail": "always"}.get(axis)
-        assert value is not None, f"{axis}: neither offered, idle nor tested as not computed"
-        conv = Conventions().replace(**{axis: value})
-        assert report_html.explorer_not_here(conv) == [f"{axis}={value}"]
+        values = off_default_values(axis)
+        assert values, f"{axis}: neither offered, idle nor given a value off its default to test"
+        for value in values:
+            conv = Conventions().replace(**{axis: value})
+            assert report_html.explorer_not_here(conv) == [f"{axis}={format_value(value)}"]
     # trec_eval 10's rbp_gain and iprec_rank are read by no family the explorer shows
     assert all(report_html.explorer_not_here(TREC_EVAL10, f) == []
                for _, f, _ in report_html.EXPLORER_MEASURES)

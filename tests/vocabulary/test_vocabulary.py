@@ -38,9 +38,11 @@ def test_axis_records_are_complete():
         for value in axis.swept or ():
             assert axis.parse(value) == value, (axis.name, value)
             assert value in axis.phrases, (axis.name, value)  # a verdict can name it
-        # an axis the explorer offers is read by some family the explorer shows
+        # an axis the explorer offers is read by some family the explorer shows; one it does
+        # not offer may say why it is idle there, one it offers cannot be
         if axis.explorer:
             assert families_reading(axis.name), axis.name
+            assert not axis.explorer_idle, axis.name
     assert EXPLORER_AXES == tuple(a for a in AXES if AXES[a].explorer)
 
 
