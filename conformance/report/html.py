@@ -22,11 +22,16 @@ Sections, each colour and symbol with its legend:
   (``conformance.report.positions``). Tables are built in Python and embedded as data; the page
   draws a card's tables when the reader opens it.
 - Explorer: a ranked list the reader edits, with P@k, R@k, RR, RR@k, AP, AP@k, nDCG@k, nDCG and
-  DCG@k as each entry's profile computes them (``static/explorer.js``, which mirrors
-  ``conformance.reference.formulas`` for a list that holds every judged document: no ties, no
-  unjudged documents, so only the axes of :data:`EXPLORER_AXES` matter; :data:`EXPLORER_IDLE`
-  says why each other axis cannot change a value there, and a value an entry's profile sets on
-  an axis in neither is shown as not computed). Its picker opens the input's own queries
+  DCG@k as each entry's profile computes them. The reader's lists are arbitrary, so no table
+  the reference computes ahead covers them: ``static/explorer.js`` computes the values, for a
+  list that holds every judged document (no ties, no unjudged documents), and is tested value
+  for value against ``conformance.reference`` over every value of every axis it offers
+  (``tests/report/test_browser.py``). Only the axes of :data:`EXPLORER_AXES` matter there;
+  :data:`EXPLORER_IDLE` (the axis records) says why each other axis cannot change a value.
+  :data:`EXPLORER_COMPUTES` states once which values of the offered axes the script computes;
+  an entry whose profile sets another value (a value added to an axis since), or sets an axis
+  neither offered nor idle off its default, is shown as not computed, with the reason, never
+  computed as something else. Its picker opens the input's own queries
   (``conformance.report.picker``).
 
 Requires RunResult.subjects (kept by ``run_entries``) for the position tables; a result without
@@ -592,31 +597,95 @@ def explorer_profile(conv: Conventions) -> dict[str, Any]:
 # as if it did not.
 EXPLORER_IDLE: dict[str, str] = {a.name: a.explorer_idle for a in AXES.values() if a.explorer_idle}
 
+# A number in a value's public text (``conventions.format_value``: an integer, or Python's repr
+# of a float such as 0.5 or 1e-05).
+_NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?"
 
-def explorer_not_here(conv: Conventions, family: str | None = None) -> list[str]:
-    """``axis=value`` for each axis of ``conv`` the explorer neither offers nor knows to be idle
-    (:data:`EXPLORER_IDLE`) that is off its default, among the axes ``family`` reads (every axis
-    when None): the explorer cannot compute that value. An axis the family does not read cannot
-    change it (trec_eval's rbp_gain and P@k)."""
-    read = AXES if family is None else FAMILIES[family].axes
-    return [f"{a}={format_value(getattr(conv, a))}" for a in AXES
-            if a in read and a not in EXPLORER_AXES and a not in EXPLORER_IDLE
-            and getattr(conv, a) != AXES[a].default]
+# The values static/explorer.js computes on each axis the explorer offers, stated once: per
+# axis, its named values and the pattern of the parameterised values' public text it parses
+# ("" when it parses none). Any other value (one added to the axis since, a parameter form the
+# script cannot parse, an axis newly offered) is shown as not computed (``explorer_not_here``),
+# never computed as another value; the script throws rather than compute a value it does not
+# know, and tests/report/test_browser.py holds every value of every offered axis to the
+# reference, or to "not computed" where this says so.
+EXPLORER_COMPUTES: dict[str, tuple[tuple[str, ...], str]] = {
+    "gain": (("linear", "exponential", "binary"), rf"{_NUMBER}:{_NUMBER}(?:,{_NUMBER}:{_NUMBER})*"),
+    "discount": (("log2", "jarvelin"), rf"(?:jarvelin|log):{_NUMBER}"),
+    # the list holds every judged document: the judged ideal, the retrieved one and the judged
+    # one cut at the list's length are one ideal there
+    "ideal": (("judged", "retrieved", "judged_to_list", "k_slots"), ""),
+    "k_beyond_list": (("k", "min_k_n"), ""),
+    "ap_denominator": (("relevant", "retrieved_relevant", "min_k_relevant", "k"), ""),
+    "empty_query": (("zero", "one", "nan", "raise", "skip"), ""),
+    "relevance_threshold": ((), r"-?\d+"),
+    "threshold_scope": (("binary", "graded"), ""),
+    "rr_cutoff": (("honour", "ignore"), ""),
+    "single_document": (("score", "raise"), ""),
+    "rounding": (("none",), r"\d+"),
+}
+
+
+def explorer_computes(axis: str, value: Any, computes=EXPLORER_COMPUTES) -> bool:
+    """Whether explorer.js computes ``value`` (a stored value) of the offered ``axis``, as
+    ``computes`` (:data:`EXPLORER_COMPUTES`) declares."""
+    named, pattern = computes.get(axis, ((), ""))
+    text = format_value(value)
+    return text in named or bool(pattern and re.fullmatch(pattern, text))
+
+
+def _reads(family: str | None, at: bool) -> list[str]:
+    """The axes one explorer measure reads: its family's (the records; every axis when None),
+    less those that change a measure only at a cutoff when it has none."""
+    if family is None:
+        return list(AXES)
+    f = FAMILIES[family]
+    return [a for a in AXES if a in f.axes and (at or not AXES[a].with_cutoff_only)]
+
+
+def explorer_not_here(conv: Conventions, family: str | None = None, at: bool = True,
+                      computes=EXPLORER_COMPUTES) -> list[str]:
+    """``axis=value`` for each axis the explorer measure of ``family`` (with a cutoff or not;
+    every axis when ``family`` is None) reads on which the explorer cannot compute ``conv``'s
+    value: an offered axis whose value explorer.js does not compute (``computes``), or an axis
+    neither offered nor idle (:data:`EXPLORER_IDLE`) off its default. An axis the family does
+    not read cannot change its value (trec_eval's rbp_gain and P@k)."""
+    out = []
+    for a in _reads(family, at):
+        value = getattr(conv, a)
+        if a in EXPLORER_AXES:
+            missing = not explorer_computes(a, value, computes)
+        else:
+            missing = a not in EXPLORER_IDLE and value != AXES[a].default
+        if missing:
+            out.append(f"{a}={format_value(value)}")
+    return out
+
+
+def explorer_measure_profile(conv: Conventions, family: str, at: bool,
+                             computes=EXPLORER_COMPUTES) -> dict[str, Any]:
+    """What the page holds for one entry's explorer measure: its profile on
+    :data:`EXPLORER_AXES`, and under ``not_here`` what keeps the explorer from computing it
+    (:func:`explorer_not_here`; the key is absent when nothing does)."""
+    out = explorer_profile(conv)
+    missing = explorer_not_here(conv, family, at, computes)
+    if missing:
+        out["not_here"] = missing
+    return out
 
 
 def explorer_uses(family: str, at: bool) -> list[str]:
-    """The explorer axes one explorer measure reads: its family's axes (the records), less what
-    the explorer's list makes idle. That list holds every judged document, so the ideal is the
-    same from either source (AP without a cutoff divides by R under every denominator but k,
-    which divides by the list's length)."""
-    f = FAMILIES[family]
-    idle = {"ideal"} | (set() if at else {a for a in AXES if AXES[a].with_cutoff_only})
-    return [a for a in EXPLORER_AXES if a in f.axes and a not in idle]
+    """The explorer axes one explorer measure reads (its family's, from the records): entries
+    whose profiles agree on them for every measure share a row of the explorer's table. The
+    ideal is among them: judged, retrieved and judged_to_list are one ideal on the explorer's
+    list, k_slots is another."""
+    reads = _reads(family, at)
+    return [a for a in EXPLORER_AXES if a in reads]
 
 
 def explorer_data(entries, colours=None, queries=None) -> dict[str, Any]:
-    """What the explorer embeds: per entry, per explorer measure, its profile (None when the
-    entry does not compute the measure); the default list; the measures' ids, the axes each
+    """What the explorer embeds: per entry, per explorer measure, its profile with what keeps
+    the explorer from computing it (:func:`explorer_measure_profile`; None when the entry does
+    not compute the measure); the default list; the measures' ids, the axes each
     reads and its formula (from the family records); the input's queries for the picker
     (``conformance.report.picker``; none: no picker)."""
     colours = colours or _value_colours(entries)
@@ -628,11 +697,7 @@ def explorer_data(entries, colours=None, queries=None) -> dict[str, Any]:
             if not e.supports(m):
                 measures[mid] = None
                 continue
-            conv = m.conventions(e.profile(m))
-            measures[mid] = explorer_profile(conv)
-            missing = explorer_not_here(conv, family)
-            if missing:
-                measures[mid]["not_here"] = missing
+            measures[mid] = explorer_measure_profile(m.conventions(e.profile(m)), family, at)
         out.append({"entry": e.name, "library": e.library, "measures": measures})
     return {
         "entries": out,

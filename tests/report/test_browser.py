@@ -4,7 +4,10 @@ The page is generated from a real run (library entries called live over corpus c
 from disk (file://), and driven as a reader would: clicks, drags, keys, the k slider, the gain
 switch, the presets. Every number the explorer shows is compared with the Python reference
 (conformance.reference.evaluate) under each entry's declared profile, and the explorer's pure
-function with the reference on hundreds of random lists, to 1e-12.
+function with the reference on hundreds of random lists, to 1e-12: under every library entry's
+profile and the gain switch, and under random profiles over every value of every axis the
+explorer offers (from the axis records). Where the page's data says the explorer cannot compute
+a profile (report.html.EXPLORER_COMPUTES), and only there, the page must say "not computed".
 
 Chromium and playwright are required: without them these tests FAIL, unless
 CONFORMANCE_ALLOW_NO_BROWSER=1 is set (then they are skipped, and say so). Install with
@@ -26,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from conformance.io.cases import load_cases
-from conformance.conventions import TREC_EVAL10, Conventions
+from conformance.conventions import AXES, TREC_EVAL10, Conventions, format_value
 from conformance.io.data import Qrels, Run
 from conformance.errors import EvaluationError
 from conformance.libs import all_entries
@@ -211,9 +214,11 @@ def displayed(pg) -> dict:
     }""")
 
 
-def check_displayed(pg, entries) -> dict:
+def check_displayed(pg, entries, computes=report_html.EXPLORER_COMPUTES) -> dict:
     """Every value cell equals the reference under the profile of every entry of its column
-    (with the gain switch applied), and every entry is in exactly one column."""
+    (with the gain switch applied), or reads "not computed" where the page's data says the
+    explorer cannot compute that profile (``computes``: the values explorer.js is declared to
+    compute), and every entry is in exactly one column."""
     d = displayed(pg)
     by_name = {e.name: e for e in entries}
     # an entry that computes none of the explorer's measures has no column (and a note)
@@ -230,6 +235,11 @@ def check_displayed(pg, entries) -> dict:
                 assert cell["value"] is None, (name, cell)
                 continue
             conv = m.conventions(e.profile(m))
+            if report_html.explorer_not_here(conv, *MEASURES[cell["measure"]], computes):
+                # the declared profile's not_here stays under the gain switch
+                assert cell["value"] == "not_here" and cell["text"] == "not here", (name, cell)
+                checked += 1
+                continue
             if d["gain"] != "declared":
                 conv = conv.replace(gain=d["gain"])
             want = reference_value(prep, m, conv)
@@ -470,6 +480,37 @@ def test_explorer_presets(page, run_result):
     assert len(set(d["grades"])) == 1 and d["grades"][0] > 0
 
 
+def test_a_value_the_explorer_does_not_compute_reads_not_computed(page, run_result):
+    """Were ideal=retrieved a value the explorer is not declared to compute (as a value added to
+    the axis later is), the page's data would hold the profiles that set it with not_here: the
+    entries that set it (scikit-learn's and XGBoost's nDCG) read "not here" on every measure
+    whose family reads the ideal, on a row of their own, a note names the value and the
+    entries, and every other value is still the reference's."""
+    named, pattern = report_html.EXPLORER_COMPUTES["ideal"]
+    computes = {**report_html.EXPLORER_COMPUTES,
+                "ideal": (tuple(v for v in named if v != "retrieved"), pattern)}
+    held = {}
+    for e in run_result.entries:
+        held[e.name] = {}
+        for mid, (family, at) in MEASURES.items():
+            m = measure_at(mid, report_html.REPRESENTATIVE_K)
+            held[e.name][mid] = (report_html.explorer_measure_profile(
+                m.conventions(e.profile(m)), family, at, computes) if e.supports(m) else None)
+    page.evaluate("""(held) => {
+      const api = window.conformanceExplorer;
+      api.data.entries.forEach(e => { e.measures = held[e.entry]; });
+      api.setList(api.data.default_list, 5);
+    }""", held)
+    d = check_displayed(page, run_result.entries, computes)
+    off = {n for c in d["cells"] if c["value"] == "not_here" for n in d["cols"][c["col"]]}
+    assert off == {"sklearn", "sklearn:ignore_ties", "xgboost", "xgboost:ndcg-"}
+    assert any(c["value"] not in (None, "not_here") for c in d["cells"])
+    note = [n for n in d["notes"] if n.startswith("Not computed here: ideal=retrieved (")]
+    assert len(note) == 1 and all(name in note[0] for name in off), d["notes"]
+    title = page.locator('#ex-table td.v[data-value="not_here"]').first.get_attribute("title")
+    assert "not computed here: the explorer does not compute ideal=retrieved" in title
+
+
 def test_gains_diverge_most_is_the_maximum(page, run_result):
     """On a list of 5 documents the preset searches all 4^5 lists; the reference, over the same
     1024 lists as one run, finds the same largest gap between linear and exponential nDCG@k."""
@@ -500,10 +541,13 @@ def test_gains_diverge_most_is_the_maximum(page, run_result):
 def test_explorer_evaluate_equals_the_reference_on_random_lists(page):
     """240 random lists (grades 0..3, lengths 1..12, k 1..14), each under the profile of every
     library entry (all of them, not only the page's) for every measure it computes, and the
-    graded ones also under the gain switch (linear, exponential), through the page's own
-    function. The reference evaluates the lists that share a k as the queries of
-    one run (its per-query values are each list's own value); a run that raises is halved until
-    the refusing lists stand alone."""
+    graded ones also under the gain switch (linear, exponential): the combinations the page
+    offers, each as the page holds it, through the page's own function. A value is the
+    reference's, or "not computed" where the page's data says the explorer cannot compute the
+    entry's profile (a value explorer.js is not declared to compute), and only there. The
+    reference evaluates the lists that share a k as the queries of one run (its per-query values
+    are each list's own value); a run that raises is halved until the refusing lists stand
+    alone."""
     rng = random.Random(20240611)
     entries = all_entries()
     lists = []
@@ -511,26 +555,34 @@ def test_explorer_evaluate_equals_the_reference_on_random_lists(page):
         n = rng.randint(1, 12)
         lists.append(([rng.randint(0, 3) for _ in range(n)], rng.randint(1, 14)))
     jobs, wants = [], []
+    not_computed: set[tuple[str, str]] = set()
     for k in sorted({k for _, k in lists}):
         group = [g for g, kk in lists if kk == k]
-        by_conv: dict[Conventions, list[str]] = {}
+        # (conventions, what keeps the explorer from computing them) -> measure -> page profile
+        by_conv: dict[tuple, dict[str, dict]] = {}
         for gain in ("declared", "linear", "exponential"):
             for e in entries:
-                for mid in MEASURES:
+                for mid, (family, at) in MEASURES.items():
                     m = measure_at(mid, k)
                     if not e.supports(m) or (gain != "declared" and m.family not in ("nDCG", "DCG")):
                         continue  # the gain switch changes only the graded measures
                     conv = m.conventions(e.profile(m))
+                    # the entry's measure as the page holds it, switched as the page switches it
+                    shown = report_html.explorer_measure_profile(conv, family, at)
                     if gain != "declared":
                         conv = conv.replace(gain=gain)
-                    if mid not in by_conv.setdefault(conv, []):
-                        by_conv[conv].append(mid)
-        for conv, mids in by_conv.items():
-            values = batch_reference(group, [measure_at(mid, k) for mid in mids], conv)
+                        shown["gain"] = gain
+                    if "not_here" in shown:
+                        not_computed.add((e.name, mid))
+                    key = (conv, tuple(shown.get("not_here", ())))
+                    by_conv.setdefault(key, {}).setdefault(mid, shown)
+        for (conv, not_here), shown_by_mid in by_conv.items():
+            measures = [measure_at(mid, k) for mid in shown_by_mid]
+            values = ([dict.fromkeys(measures, "not_here")] * len(group) if not_here
+                      else batch_reference(group, measures, conv))
             for grades, vals in zip(group, values):
-                for mid in mids:
-                    jobs.append({"grades": grades, "k": k, "measure": mid,
-                                 "profile": report_html.explorer_profile(conv)})
+                for mid, shown in shown_by_mid.items():
+                    jobs.append({"grades": grades, "k": k, "measure": mid, "profile": shown})
                     wants.append(vals[measure_at(mid, k)])
     assert len({(tuple(j["grades"]), j["k"]) for j in jobs}) >= 200
     gains = {j["profile"]["gain"] for j in jobs}
@@ -540,7 +592,8 @@ def test_explorer_evaluate_equals_the_reference_on_random_lists(page):
     assert not bad, bad[:5]
     assert len({j["profile"]["empty_query"] for j in jobs}) >= 4  # the 0/0 rules of the entries
     print(f"\n{len(jobs)} explorer values on {len(lists)} lists checked against the reference "
-          f"({len(entries)} entries' profiles)")
+          f"({len(entries)} entries' profiles); not computed, as the page's data says: "
+          f"{sorted(not_computed) or 'none'}")
 
 
 _PREPARED: dict[tuple, Prepared] = {}
@@ -594,41 +647,82 @@ def batch_reference(group: list[list[int]], measures: list[Measure], conv: Conve
     return [out[i] for i in range(len(group))]
 
 
+# Parameterised values the random profiles try beside every named value of each axis the
+# explorer offers: custom gain maps, Jarvelin and other log bases, thresholds 0..4, rounding to
+# 0..5 places (halves like 1/2, 3/8 at 0..3 places take Python's half-to-even; "none" again, so
+# that about a third of the profiles keep full precision).
+OPEN_SAMPLES = {
+    "gain": ["0:0,1:1,2:3,3:10", "1:0.5,3:2"],
+    "discount": ["jarvelin:3", "log:10", "log:2.5"],
+    "relevance_threshold": [0, 1, 2, 3, 4],
+    "rounding": ["none", 0, 1, 2, 3, 5],
+}
+
+
+def explorer_choices() -> dict[str, list]:
+    """Per axis the explorer offers, the stored values the random profiles draw from: every
+    named value of its record, and the samples of its parameterised values."""
+    out = {}
+    for axis in report_html.EXPLORER_AXES:
+        record = AXES[axis]
+        assert record.parse_open is None or axis in OPEN_SAMPLES, (
+            f"{axis}: give OPEN_SAMPLES a few of its parameterised values")
+        out[axis] = [record.parse(v) for v in list(record.values) + OPEN_SAMPLES.get(axis, [])]
+    return out
+
+
 def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
-    """Random values on every axis the explorer reads, including custom gain maps, Jarvelin and
-    other log bases, thresholds 0..4, every empty_query rule and rounding to 0..5 places."""
+    """300 random lists, each under a profile drawing every axis the explorer offers from all
+    its values (the axis records: every named value, and samples of the parameterised ones),
+    every value on a measure that reads it at least once. A value is the reference's to 1e-12,
+    or "not computed" where EXPLORER_COMPUTES leaves the profile's value out. Each profile is
+    also tried as the page would hold it were the last named value of every offered axis new
+    (left out of EXPLORER_COMPUTES, as a value added to an axis is): the measures that read
+    such a value then say "not computed", the others keep the reference's value."""
     rng = random.Random(7)
-    choices = {
-        "gain": ["linear", "exponential", "binary", "0:0,1:1,2:3,3:10", "1:0.5,3:2"],
-        "discount": ["log2", "jarvelin", "jarvelin:3", "log:10", "log:2.5"],
-        "ideal": ["judged", "retrieved"],
-        "k_beyond_list": ["k", "min_k_n"],
-        "ap_denominator": ["relevant", "retrieved_relevant", "min_k_relevant", "k"],
-        "empty_query": ["zero", "one", "nan", "raise", "skip"],
-        "rr_cutoff": ["honour", "ignore"],
-        "relevance_threshold": [0, 1, 2, 3, 4],
-        "threshold_scope": ["binary", "graded"],
-        "single_document": ["score", "raise"],
-        # halves like 1/2, 3/8 at 0..3 places take Python's half-to-even
-        "rounding": ["none", "none", 0, 1, 2, 3, 5],
-    }
+    choices = explorer_choices()
+    unstated = {a: (named[:-1], pattern) for a, (named, pattern) in report_html.EXPLORER_COMPUTES.items()}
     jobs, wants = [], []
+    # (axis, value text) -> how the values read on a measure that reads the axis came out
+    seen: dict[tuple[str, str], set] = {}
     for _ in range(300):
         n = rng.randint(1, 12)
         grades = [rng.randint(0, 3) for _ in range(n)]
         k = rng.randint(1, 14)
         conv = TREC_EVAL10.replace(**{a: rng.choice(v) for a, v in choices.items()})
         values = reference_values(list_subject(grades), [measure_at(mid, k) for mid in MEASURES], conv)
-        for mid in MEASURES:
-            jobs.append({"grades": grades, "k": k, "profile": report_html.explorer_profile(conv),
-                         "measure": mid})
-            wants.append(values[measure_at(mid, k)])
+        for mid, (family, at) in MEASURES.items():
+            for declared in (True, False):
+                shown = report_html.explorer_measure_profile(
+                    conv, family, at, report_html.EXPLORER_COMPUTES if declared else unstated)
+                want = "not_here" if "not_here" in shown else values[measure_at(mid, k)]
+                jobs.append({"grades": grades, "k": k, "profile": shown, "measure": mid})
+                wants.append(want)
+                if declared:
+                    kind = want if isinstance(want, str) else "nan" if math.isnan(want) else "value"
+                    for axis in report_html.explorer_uses(family, at):
+                        seen.setdefault((axis, format_value(getattr(conv, axis))), set()).add(kind)
     got = run_jobs(page, jobs)
     bad = [(j, g, w) for j, g, w in zip(jobs, got, wants) if not same(g, w)]
     assert not bad, bad[:5]
+    # every value of every offered axis was compared with the reference as a number, or is
+    # one the explorer is declared not to compute and read "not computed"
+    for axis, values in choices.items():
+        for value in values:
+            text = format_value(value)
+            if report_html.explorer_computes(axis, value):
+                assert "value" in seen.get((axis, text), set()), (axis, text, seen.get((axis, text)))
+            else:
+                assert seen.get((axis, text)) == {"not_here"}, (axis, text, seen.get((axis, text)))
+    # and the values left out of the declaration read "not computed" where a measure reads them
+    left_out = [j for j, w in zip(jobs[1::2], wants[1::2]) if w == "not_here"]
+    for axis, (named, _) in report_html.EXPLORER_COMPUTES.items():
+        if named:
+            assert any(f"{axis}={named[-1]}" in j["profile"]["not_here"] for j in left_out), axis
     outcomes = {w if isinstance(w, str) else ("nan" if math.isnan(w) else "value") for w in wants}
-    assert outcomes == {"raise", "skip", "nan", "value"}  # every kind of answer was compared
-    print(f"\n{len(jobs)} explorer values on 300 random lists and profiles checked against the reference")
+    assert outcomes == {"raise", "skip", "nan", "value", "not_here"}  # every kind of answer
+    print(f"\n{len(jobs)} explorer values on 300 random lists and profiles checked against the "
+          f"reference or the declared 'not computed' ({len(left_out)} of them with a value left out)")
 
 
 def test_explorer_sums_a_list_as_the_reference_does(page):

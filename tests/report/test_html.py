@@ -460,6 +460,48 @@ def test_every_axis_the_explorer_does_not_offer_is_idle_there_or_said_not_comput
     assert report_html.explorer_not_here(Conventions().replace(identical_ids="drop", ties="average")) == []
 
 
+def test_a_value_the_explorer_does_not_compute_is_said_not_computed():
+    """EXPLORER_COMPUTES states, for each axis the explorer offers, the values explorer.js
+    computes (tests/report/test_browser.py holds each to the reference). A value it does not
+    state, as one added to the axis later is, makes the entry's value "not computed" for the
+    measures that read the axis: no edit in report/, never a wrong number."""
+    computes = report_html.EXPLORER_COMPUTES
+    assert set(computes) == set(report_html.EXPLORER_AXES)
+    for axis, (named, _) in computes.items():
+        for text in named:  # a value stated is a value of the axis, in its public text
+            assert format_value(AXES[axis].parse(text)) == text, (axis, text)
+
+    def without(axis: str, value: str) -> dict:
+        named, pattern = computes[axis]
+        return {**computes, axis: (tuple(v for v in named if v != value), pattern)}
+
+    # as if ideal=k_slots were new: nDCG@k reads the ideal, so it is not computed
+    k_slots = Conventions(ideal="k_slots")
+    assert report_html.explorer_not_here(k_slots, "nDCG", True) == []
+    assert report_html.explorer_not_here(k_slots, "nDCG", True, without("ideal", "k_slots")) == ["ideal=k_slots"]
+    page_profile = report_html.explorer_measure_profile(k_slots, "nDCG", True, without("ideal", "k_slots"))
+    assert page_profile["not_here"] == ["ideal=k_slots"] and page_profile["ideal"] == "k_slots"
+    assert "not_here" not in report_html.explorer_measure_profile(k_slots, "nDCG", True)
+    # as if rr_cutoff=ignore were new: RR@k reads it, RR without a cutoff does not
+    ignore = Conventions(rr_cutoff="ignore")
+    assert report_html.explorer_not_here(ignore, "RR", True, without("rr_cutoff", "ignore")) == ["rr_cutoff=ignore"]
+    assert report_html.explorer_not_here(ignore, "RR", False, without("rr_cutoff", "ignore")) == []
+    # an axis newly offered with no values stated: not even its default is computed
+    unstated = {a: v for a, v in computes.items() if a != "single_document"}
+    assert report_html.explorer_not_here(Conventions(), "P", True, unstated) == ["single_document=score"]
+    # parameterised values: the forms the script parses, in the public text the axes make
+    for axis, text in [("gain", "0:0,1:1,2:3"), ("gain", "1:0.5,3:2"), ("gain", "-1:-2.5,2:0.00001"),
+                       ("discount", "jarvelin:3"), ("discount", "log:10"), ("discount", "log:2.5"),
+                       ("relevance_threshold", "-2147483648"), ("relevance_threshold", "2"),
+                       ("rounding", "5"), ("rounding", "none")]:
+        assert report_html.explorer_computes(axis, AXES[axis].parse(text)), (axis, text)
+    assert format_value(AXES["gain"].parse("-1:-2.5,2:0.00001")) == "-1:-2.5,2:1e-05"
+    # and texts the script would not parse, were an axis to accept them
+    for axis, text in [("gain", "sigmoid"), ("gain", "1:x"), ("discount", "zipf:2"),
+                       ("discount", "log"), ("rounding", "-1"), ("relevance_threshold", "1.5")]:
+        assert not report_html.explorer_computes(axis, text), (axis, text)
+
+
 def test_picker_lists_a_query_as_the_explorer_holds_it():
     """One query: scores tie (docid descending breaks them), a document named like the query,
     a negative and a fractional label, a relevant document below the cut and one never

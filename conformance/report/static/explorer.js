@@ -1,12 +1,20 @@
 /* The explorer: a ranked list the reader edits, and every entry's value of P@k, R@k, RR, RR@k,
  * AP, AP@k, nDCG@k, nDCG and DCG@k under its declared profile.
  *
- * evaluate() mirrors conformance/reference/formulas.py for a list that is the whole universe:
- * every judged document is in the list, in score order, with no ties and no unjudged document.
- * Then the ideal is the same under ideal=judged and ideal=retrieved, and only the axes the page's
- * data lists (the axis records' explorer flag) matter; a one-document list is refused under
- * single_document=raise, whatever the measure (scikit-learn's rule). tests/report/test_browser.py checks it against the Python reference on
- * random lists and profiles, to 1e-12.
+ * The reader's lists are arbitrary, so no table the reference computes ahead could cover them:
+ * evaluate() computes the values here, as conformance/reference does for a list that is the
+ * whole universe (every judged document in the list, in score order, with no ties and no
+ * unjudged document), and tests/report/test_browser.py holds it to the Python reference, to
+ * 1e-12, over every named value (and samples of the parameterised values) of every axis the
+ * explorer offers, and over every library entry's profile under the gain switch.
+ * On such a list the ideal is the same under ideal=judged, retrieved and judged_to_list, and
+ * only the axes the page's data lists (the axis records' explorer flag) matter; a one-document
+ * list is refused under single_document=raise, whatever the measure (scikit-learn's rule).
+ *
+ * Which values of those axes this script computes is stated once, in conformance/report/html.py
+ * (EXPLORER_COMPUTES): a profile holding any other value comes with not_here, and evaluate()
+ * shows it as not computed. A value this script does not know makes it throw (pick(), the
+ * parsers), never fall through to another value's arithmetic.
  */
 (function () {
   "use strict";
@@ -19,11 +27,27 @@
   var USES = {};
   var FORMULAS = {};
 
+  // a value of an axis the script does not compute: a page whose data claims it does is wrong
+  function unknown(axis, value) {
+    return new Error("explorer.js does not compute " + axis + "=" + value);
+  }
+
+  // the entry of table named by the profile's value on axis, or an error for another value
+  function pick(profile, axis, table) {
+    var v = String(profile[axis]);
+    if (!Object.prototype.hasOwnProperty.call(table, v)) throw unknown(axis, v);
+    return table[v];
+  }
+
   function parseDiscount(text) {
     if (text === "log2") return { kind: "log", base: 2 };
     if (text === "jarvelin") return { kind: "jarvelin", base: 2 };
     var i = text.indexOf(":");
-    return { kind: text.slice(0, i), base: parseFloat(text.slice(i + 1)) };
+    var d = { kind: text.slice(0, i), base: Number(text.slice(i + 1)) };
+    if (i < 0 || (d.kind !== "log" && d.kind !== "jarvelin") || !(d.base > 1 && isFinite(d.base))) {
+      throw unknown("discount", text);
+    }
+    return d;
   }
 
   // discount at 1-based rank pos (reference.ranking.discounts)
@@ -41,11 +65,16 @@
     var map = null;
     if (profile.gain !== "linear" && profile.gain !== "exponential" && profile.gain !== "binary") {
       map = {};
-      profile.gain.split(",").forEach(function (pair) {
+      String(profile.gain).split(",").forEach(function (pair) {
         var p = pair.split(":");
-        map[String(parseFloat(p[0]))] = parseFloat(p[1]);
+        var label = Number(p[0]), g = Number(p[1]);
+        if (p.length !== 2 || p[0] === "" || p[1] === "" || !isFinite(label) || !isFinite(g)) {
+          throw unknown("gain", profile.gain);
+        }
+        map[String(label)] = g;
       });
     }
+    var scope = pick(profile, "threshold_scope", { binary: false, graded: true });
     return function (label) {
       var g;
       if (profile.gain === "binary") g = label >= profile.relevance_threshold ? 1 : 0;
@@ -55,7 +84,7 @@
         var key = String(label);
         g = Object.prototype.hasOwnProperty.call(map, key) ? map[key] : label;
       }
-      if (profile.threshold_scope === "graded" && label < profile.relevance_threshold) g = 0;
+      if (scope && label < profile.relevance_threshold) g = 0;
       return g;
     };
   }
@@ -116,23 +145,37 @@
 
   // what empty_query does to a query whose value is 0/0 (reference.evaluate._apply_empty; with
   // one query, skip leaves nothing to average, so the mean has no value)
+  var EMPTY = {
+    zero: { value: 0, outcome: "value" },
+    one: { value: 1, outcome: "value" },
+    nan: { value: NaN, outcome: "value" },
+    skip: { value: NaN, outcome: "skip" },
+    raise: { value: NaN, outcome: "raise" }
+  };
   function finish(raw, empty, rule) {
+    var e = pick({ empty_query: rule }, "empty_query", EMPTY);
     if (!empty) return { value: raw, empty: false, outcome: "value", rule: rule };
-    if (rule === "zero") return { value: 0, empty: true, outcome: "value", rule: rule };
-    if (rule === "one") return { value: 1, empty: true, outcome: "value", rule: rule };
-    if (rule === "nan") return { value: NaN, empty: true, outcome: "value", rule: rule };
-    if (rule === "skip") return { value: NaN, empty: true, outcome: "skip", rule: rule };
-    return { value: NaN, empty: true, outcome: "raise", rule: rule };
+    return { value: e.value, empty: true, outcome: e.outcome, rule: rule };
   }
 
   /* Every measure of the explorer for one list.
    * grades: labels in rank order (rank 1 first); k: the cutoff (>= 1); profile: values of the
-   * explorer's axes (relevance_threshold a number, the others their public text).
-   * Returns {measure id: {value, empty, outcome: "value" | "skip" | "raise", rule}}.
+   * explorer's axes (relevance_threshold a number, the others their public text), and
+   * not_here when the page's data says the explorer cannot compute it.
+   * Returns {measure id: {value, empty, outcome: "value" | "skip" | "raise" | "not_here", rule}}.
    */
   function evaluate(grades, k, profile) {
+    var out = {};
+    // a value the explorer does not compute: said so, never computed as another one
+    if (profile.not_here && profile.not_here.length) {
+      MEASURES.forEach(function (mid) {
+        out[mid] = { value: NaN, empty: false, outcome: "not_here", not_here: profile.not_here };
+      });
+      return out;
+    }
     var n = grades.length;
     var L = profile.relevance_threshold;
+    if (typeof L !== "number" || Math.floor(L) !== L) throw unknown("relevance_threshold", L);
     var gf = gainFunction(profile);
     var d = parseDiscount(profile.discount);
     var rel = [], gain = [], disc = [], ap = [];
@@ -156,25 +199,25 @@
     var relTop = top(rel, kk);
     var noRel = R === 0;
     var rule = profile.empty_query;
-    var out = {};
-    if (n === 1 && profile.single_document === "raise") {
+    var refuseSingle = pick(profile, "single_document", { score: false, raise: true });
+    if (n === 1 && refuseSingle) {
       MEASURES.forEach(function (mid) {
         out[mid] = { value: NaN, empty: false, outcome: "raise", rule: profile.empty_query, single: true };
       });
       return out;
     }
-    var pden = profile.k_beyond_list === "k" ? k : kk;
+    var pden = pick(profile, "k_beyond_list", { k: k, min_k_n: kk });
     out["P@k"] = finish(safeDiv(relTop, pden), noRel, rule);
     out["R@k"] = finish(safeDiv(relTop, R), noRel, rule);
     out["RR"] = finish(first ? 1 / first : 0, noRel, rule);
-    var rrCut = profile.rr_cutoff === "honour" ? k : n;
+    var rrCut = pick(profile, "rr_cutoff", { honour: k, ignore: n });
     out["RR@k"] = finish(first && first <= rrCut ? 1 / first : 0, noRel, rule);
     // AP without a cutoff: every denominator but k is R when the list holds every judged
     // document; k is the list's length n there
-    out["AP"] = finish(safeDiv(top(ap, n), profile.ap_denominator === "k" ? n : R), noRel, rule);
-    var apden = profile.ap_denominator === "relevant" ? R
-      : profile.ap_denominator === "retrieved_relevant" ? relTop
-      : profile.ap_denominator === "k" ? k : Math.min(R, k);
+    out["AP"] = finish(safeDiv(top(ap, n), pick(profile, "ap_denominator",
+      { relevant: R, retrieved_relevant: R, min_k_relevant: R, k: n })), noRel, rule);
+    var apden = pick(profile, "ap_denominator",
+      { relevant: R, retrieved_relevant: relTop, min_k_relevant: Math.min(R, k), k: k });
     out["AP@k"] = finish(safeDiv(top(ap, kk), apden), noRel, rule);
     // ideal=k_slots: every one of k slots (n without a cutoff) holds the largest gain;
     // judged_to_list cuts at min(k, n), which the judged ideal of a whole-universe list is
@@ -184,14 +227,19 @@
       for (var j = 0; j < m; j++) terms.push(best * discountAt(j + 1, d));
       return sumTop(terms, m);
     }
-    var kSlots = profile.ideal === "k_slots";
-    var idealK = kSlots ? slots(k) : idcg(Math.min(k, n));
-    var idealAll = kSlots ? slots(n) : idcg(n);
+    var judged = [idcg(Math.min(k, n)), idcg(n)];
+    var ideals = pick(profile, "ideal",
+      { judged: judged, retrieved: judged, judged_to_list: judged, k_slots: [slots(k), slots(n)] });
+    var idealK = ideals[0], idealAll = ideals[1];
     out["nDCG@k"] = finish(safeDiv(dcg(kk), idealK), idealK <= 0, rule);
     out["nDCG"] = finish(safeDiv(dcg(n), idealAll), idealAll <= 0, rule);
     out["DCG@k"] = finish(dcg(kk), idealK <= 0, rule);
     // rounding=N: one query's value and its mean are the same number, rounded
-    var places = profile.rounding === "none" ? null : parseInt(profile.rounding, 10);
+    var places = null;
+    if (profile.rounding !== "none") {
+      if (!/^\d+$/.test(String(profile.rounding))) throw unknown("rounding", profile.rounding);
+      places = parseInt(profile.rounding, 10);
+    }
     if (places !== null) MEASURES.forEach(function (mid) { out[mid].value = roundPlaces(out[mid].value, places); });
     return out;
   }
@@ -474,9 +522,8 @@
         var out = {};
         MEASURES.forEach(function (mid) {
           var p = profileOf(col.entry, mid);
-          // an axis the explorer does not model: said so, never computed as if absent
-          if (p && p.not_here) out[mid] = { value: NaN, empty: false, outcome: "not_here", not_here: p.not_here };
-          else out[mid] = p ? evaluate(grades, k, p)[mid] : null;
+          // a profile with not_here is shown as not computed (evaluate says so)
+          out[mid] = p ? evaluate(grades, k, p)[mid] : null;
         });
         return out;
       });
@@ -535,7 +582,7 @@
           if (res) {
             td.setAttribute("data-value", res.outcome === "value" ? String(res.value) : res.outcome);
             td.title = col.entries.join(", ") + ": " + (res.not_here
-              ? "not computed here: the explorer does not model " + res.not_here.join(", ")
+              ? "not computed here: the explorer does not compute " + res.not_here.join(", ")
               : res.empty ? "0/0, empty_query=" + res.rule + " gives " + c.text : c.text);
             if (order[mid].length > 1) td.style.background = TINTS[order[mid].indexOf(c.key) % TINTS.length];
           }
@@ -640,7 +687,7 @@
       });
       Object.keys(off).sort().forEach(function (x) {
         var who = off[x].filter(function (v, i) { return off[x].indexOf(v) === i; });
-        out.push("Not computed here: " + x + " (" + who.join(", ") + "), a convention the explorer does not model.");
+        out.push("Not computed here: " + x + " (" + who.join(", ") + "), a convention the explorer does not compute.");
       });
       out.push("Not read here, as they cannot change a value on this list: " + Object.keys(data.idle).map(function (a) {
         return a + " (" + data.idle[a] + ")";
