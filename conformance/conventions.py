@@ -3,9 +3,8 @@
 Each axis is one :class:`Axis` record in :data:`AXES`, and every other table of axes is derived
 from those records: the fields of :class:`Conventions` and their defaults, the values the paper
 sweep tries (``Axis.swept``), the phrases a verdict uses (``Axis.phrases``), the measure families
-that read the axis (``Axis.group``, matched against each family's groups in
-``conformance.measures``), the switches the report's explorer offers (``Axis.explorer``) and why
-each other axis cannot change a number there (``Axis.explorer_idle``), and the README's axis
+that read the axis (``Axis.group``, matched against each family's groups in ``measures``), the
+explorer's switches and idle axes (``Axis.explorer``, ``explorer_idle``), and the README's axis
 table (:func:`readme_table`, held equal to the README by a test).
 
 A :class:`Conventions` is a frozen choice of one value on every axis; a profile is a named
@@ -84,9 +83,7 @@ class Axis:
     ``phrases``: value -> the words a verdict uses for it; ``open_phrase`` formats an open value.
     ``explorer``: the report's explorer offers the axis (its list holds every judged document,
     in score order, without ties, so only axes that matter there are offered).
-    ``explorer_idle``: for an axis the explorer does not offer, why no value of it can change a
-    number on that list (empty: it can; then an entry whose profile sets the axis off its
-    default is shown there as not computed).
+    ``explorer_idle``: why no value of an axis the explorer does not offer changes a number there.
     ``with_cutoff_only``: the axis changes a measure only when the measure has a cutoff.
     ``stage``: where in the computation it acts (:data:`STAGES`).
     """
