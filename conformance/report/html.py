@@ -26,8 +26,9 @@ Sections, each colour and symbol with its legend:
   the reference computes ahead covers them: ``static/explorer.js`` computes the values, for a
   list that holds every judged document (no ties, no unjudged documents), and is tested value
   for value against ``conformance.reference`` over every value of every axis it offers
-  (``tests/report/test_browser.py``). Only the axes of :data:`EXPLORER_AXES` matter there;
-  :data:`EXPLORER_IDLE` (the axis records) says why each other axis cannot change a value.
+  (``tests/report/test_explorer_browser.py``). Only the axes of :data:`EXPLORER_AXES` matter
+  there; :data:`EXPLORER_IDLE` (the axis records) says why each other axis cannot change a
+  value.
   :data:`EXPLORER_COMPUTES` states once which values of the offered axes the script computes;
   an entry whose profile sets another value (a value added to an axis since), or sets an axis
   neither offered nor idle off its default, is shown as not computed, with the reason, never
@@ -606,8 +607,8 @@ _NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?"
 # ("" when it parses none). Any other value (one added to the axis since, a parameter form the
 # script cannot parse, an axis newly offered) is shown as not computed (``explorer_not_here``),
 # never computed as another value; the script throws rather than compute a value it does not
-# know, and tests/report/test_browser.py holds every value of every offered axis to the
-# reference, or to "not computed" where this says so.
+# know, and tests/report/test_explorer_browser.py holds every value of every offered axis to
+# the reference, or to "not computed" where this says so.
 EXPLORER_COMPUTES: dict[str, tuple[tuple[str, ...], str]] = {
     "gain": (("linear", "exponential", "binary"), rf"{_NUMBER}:{_NUMBER}(?:,{_NUMBER}:{_NUMBER})*"),
     "discount": (("log2", "jarvelin"), rf"(?:jarvelin|log):{_NUMBER}"),

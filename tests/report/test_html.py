@@ -462,9 +462,9 @@ def test_every_axis_the_explorer_does_not_offer_is_idle_there_or_said_not_comput
 
 def test_a_value_the_explorer_does_not_compute_is_said_not_computed():
     """EXPLORER_COMPUTES states, for each axis the explorer offers, the values explorer.js
-    computes (tests/report/test_browser.py holds each to the reference). A value it does not
-    state, as one added to the axis later is, makes the entry's value "not computed" for the
-    measures that read the axis: no edit in report/, never a wrong number."""
+    computes (tests/report/test_explorer_browser.py holds each to the reference). A value it
+    does not state, as one added to the axis later is, makes the entry's value "not computed"
+    for the measures that read the axis: no edit in report/, never a wrong number."""
     computes = report_html.EXPLORER_COMPUTES
     assert set(computes) == set(report_html.EXPLORER_AXES)
     for axis, (named, _) in computes.items():

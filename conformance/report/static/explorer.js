@@ -4,9 +4,9 @@
  * The reader's lists are arbitrary, so no table the reference computes ahead could cover them:
  * evaluate() computes the values here, as conformance/reference does for a list that is the
  * whole universe (every judged document in the list, in score order, with no ties and no
- * unjudged document), and tests/report/test_browser.py holds it to the Python reference, to
- * 1e-12, over every named value (and samples of the parameterised values) of every axis the
- * explorer offers, and over every library entry's profile under the gain switch.
+ * unjudged document), and tests/report/test_explorer_browser.py holds it to the Python
+ * reference, to 1e-12, over every named value (and samples of the parameterised values) of
+ * every axis the explorer offers, and over every library entry's profile under the gain switch.
  * On such a list the ideal is the same under ideal=judged, retrieved and judged_to_list, and
  * only the axes the page's data lists (the axis records' explorer flag) matter; a one-document
  * list is refused under single_document=raise, whatever the measure (scikit-learn's rule).
