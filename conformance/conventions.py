@@ -327,14 +327,18 @@ AXES: dict[str, Axis] = {
                 "k": "k, whatever R and the list's length (RecTools' MAP(divide_by_k=True)); "
                      "without a cutoff the list's length n, the k every rank of the list fills "
                      "(as P without a cutoff divides by n), so an empty list scores 0",
+                "min_k_n_relevant": "min(R, the length of the list cut at k), min(k, n, R); "
+                                    "without a cutoff min(n, R) (LensKit's AveragePrecision); "
+                                    "an empty list scores 0",
             },
             default="relevant",
             group="named",
             stage="denominator",
-            swept=("relevant", "retrieved_relevant", "min_k_relevant", "k"),
+            swept=("relevant", "retrieved_relevant", "min_k_relevant", "k", "min_k_n_relevant"),
             phrases={"relevant": "AP over all relevant documents",
                      "retrieved_relevant": "AP over the relevant documents retrieved",
-                     "min_k_relevant": "AP over min(k, R)", "k": "AP over k"},
+                     "min_k_relevant": "AP over min(k, R)", "k": "AP over k",
+                     "min_k_n_relevant": "AP over min(k, list length, R)"},
             explorer=True,
         ),
         Axis(

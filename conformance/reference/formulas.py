@@ -163,8 +163,10 @@ def average_precision(ctx: Context, m: Measure) -> Result:
 
     D by ``ap_denominator``: ``relevant`` R (trec_eval's map and map_cut_k), ``retrieved_relevant``
     the relevant documents in the top k, ``min_k_relevant`` min(k, R), ``k`` k itself (n, the
-    list's length, without a cutoff). Empty when R = 0; when D = 0 on a non-empty query
-    (nothing relevant retrieved, or an empty list under ``k`` without a cutoff) AP is 0.
+    list's length, without a cutoff), ``min_k_n_relevant`` min(R, min(k, n)), R against the
+    length of the list cut at k (min(n, R) without a cutoff; n counts distinct documents under
+    ``duplicates=set``, as P's n does). Empty when R = 0; when D = 0 on a non-empty query
+    (nothing relevant retrieved, or an empty list under ``k`` or ``min_k_n_relevant``) AP is 0.
     """
     k = m.cutoff
     num = ctx.ranked.upto(ctx.ranked.ap_term, k)
@@ -180,6 +182,10 @@ def average_precision(ctx: Context, m: Measure) -> Result:
         # n without a cutoff (distinct documents under duplicates=set, as P's n)
         den, what = (ctx.list_denominator(None), "n") if k is None else (
             np.full(R.size, float(k)), "k")
+    elif ctx.conv.ap_denominator == "min_k_n_relevant":
+        r = ctx.ranked
+        kept = r.cut(k) if r.first is None else r.upto(r.first, k)  # min(k, n)
+        den, what = np.minimum(R, kept.astype(float)), "min(R, min(k, n))"
     else:
         den, what = (R, "R") if k is None else (np.minimum(R, float(k)), "min(k, R)")
     ctx.show(sums="ap_term", cut=ctx.ranked.cut(k), numerator=num, denominator=den,

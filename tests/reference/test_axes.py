@@ -124,18 +124,21 @@ CASES: dict[str, AxisCase] = {
             "min_k_n": [1 / 1, 2 * 1 / (1 + 2), (0.5 * 1 - 0.5 * 0) / 1, 1 / 1, 2 * 1 / (1 + 1)],
         },
     ),
-    # ranks: a (1), b (0), c (1); d (1) judged, not retrieved; R = 3
+    # ranks: a (1), b (0), c (1); d (1) and e (1) judged, not retrieved; R = 4, n = 3
     "ap_denominator": AxisCase(
-        qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 1), ("q", "d", 1)],
+        qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 1), ("q", "d", 1), ("q", "e", 1)],
         run=[("q", "a", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)],
         measures=[M("AP", 2), M("AP"), M("AP", 5)],
         expected={
-            "relevant": [(1 / 1) / 3, (1 / 1 + 2 / 3) / 3, (1 / 1 + 2 / 3) / 3],
+            "relevant": [(1 / 1) / 4, (1 / 1 + 2 / 3) / 4, (1 / 1 + 2 / 3) / 4],
             "retrieved_relevant": [(1 / 1) / 1, (1 / 1 + 2 / 3) / 2, (1 / 1 + 2 / 3) / 2],
-            "min_k_relevant": [(1 / 1) / min(2, 3), (1 / 1 + 2 / 3) / 3,  # no k: R
-                               (1 / 1 + 2 / 3) / min(5, 3)],
+            "min_k_relevant": [(1 / 1) / min(2, 4), (1 / 1 + 2 / 3) / 4,  # no k: R
+                               (1 / 1 + 2 / 3) / min(5, 4)],
             # k even past the list's 3 documents; no k: the list's length n = 3
             "k": [(1 / 1) / 2, (1 / 1 + 2 / 3) / 3, (1 / 1 + 2 / 3) / 5],
+            # min(R = 4, the list cut at k): @2 two rows; no k and @5 the list's 3 rows
+            "min_k_n_relevant": [(1 / 1) / min(4, 2), (1 / 1 + 2 / 3) / min(4, 3),
+                                 (1 / 1 + 2 / 3) / min(4, min(5, 3))],
         },
     ),
     # q1: a (1) alone -> 1 on every measure; q2: b (0) alone, no relevant document
