@@ -129,9 +129,12 @@ def _nan_as_zero(x: np.ndarray, nan: np.ndarray | None = None, in_place: bool = 
 
 
 def discounts(pos: np.ndarray, conv: Conventions) -> np.ndarray:
-    """Discount at 1-based rank ``pos`` under ``discount``."""
-    kind, base = discount_base(conv.discount)
+    """Discount at 1-based rank ``pos`` under ``discount``: 1 / log_b(rank + 1), Jarvelin's
+    1 / log_b(rank) from rank b on, or 1 / rank (``reciprocal``)."""
     p = pos.astype(np.float64)
+    if conv.discount == "reciprocal":
+        return np.divide(1.0, p, out=p)
+    kind, base = discount_base(conv.discount)
     if kind == "log":
         # in place (one array, not three): the same operations in the same order
         p += 1.0

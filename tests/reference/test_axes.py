@@ -97,6 +97,11 @@ CASES: dict[str, AxisCase] = {
                 0 + 1 / log10(3) + 2 / log10(4) + 1 / log10(5),
                 (1 / log2(3) + 2 / log2(4) + 1 / log2(5)) / (2 + 1 / log2(3) + 1 / log2(4)),
             ],
+            # 1/rank
+            "reciprocal": [
+                0 / 1 + 1 / 2 + 2 / 3 + 1 / 4,
+                (1 / 2 + 2 / 3 + 1 / 4) / (2 / 1 + 1 / 2 + 1 / 3),
+            ],
         },
     ),
     # ranks: a (1), b (0), c (2); z (3) judged, not retrieved
