@@ -24,16 +24,12 @@ P@k, SetP           ``Precision(n=k)``, ``Precision()``                 lenskit
 Rcap@k, R           ``Recall(n=k)`` (capped), ``Recall()``              lenskit
 RR(@k)              ``RecipRank(n=k)``                                  lenskit
 Success(@k)         ``Hit(n=k)``                                        lenskit
+AP(@k)              ``ranking.AveragePrecision(n=k)``                   lenskit
 RBP(p)              ``RBP(patience=p)`` (``normalize=False``)           lenskit
 ==================  ==================================================  ===================
 
-Not supported, and why: ``AveragePrecision`` divides by min(R, the length of the list cut at
-n), a denominator the ``ap_denominator`` axis does not name (smallest case: relevant {a, b, e},
-list c, a: LensKit (1/2) / 2 = 0.25, where R gives 0.1667 and the relevant retrieved 0.5); it
-also raises ZeroDivisionError on a list with no test item (``ap_sum / min(len(test),
-len(recs))`` in Python floats), which stops ``RunAnalysis.measure`` for the whole run: a
-library finding. ``RBP(normalize=True)`` divides by the weights of min(R, n) ranks, which no
-axis names. ``R@k`` uncapped: ``Recall(n=k)`` is capped (``Rcap@k``).
+Not supported, and why: ``RBP(normalize=True)`` divides by the weights of min(R, n) ranks,
+which no axis names. ``R@k`` uncapped: ``Recall(n=k)`` is capped (``Rcap@k``).
 
 Facts behind the profiles (lenskit 2025.8.1, ``lenskit/metrics/ranking/``: ``_dcg.py``,
 ``_weighting.py``, ``_pr.py``, ``_recip.py``, ``_hit.py``, ``_rbp.py``; ``lenskit/metrics/
@@ -50,6 +46,11 @@ bulk.py``; ``lenskit/data/items.py``; each confirmed live by ``tests/libs/test_l
 - ``Precision``: hits / the length of the list cut at n (``k_beyond_list=min_k_n``; live: P@5
   of c, a, e = 1/3); ``Recall``: hits / min(R, n) (``Rcap@k``), hits / R without n;
 - ``RecipRank(n)`` and ``Hit(n)`` read the list cut at n (``rr_cutoff=honour``);
+- ``AveragePrecision(n)``: the precisions at the hits of the list cut at n, summed, divided by
+  min(R, the length of that cut list) (``ap_denominator=min_k_n_relevant``). Live: relevant
+  {a, b, e}, list c, a: (1/2) / min(3, 2) = 0.25 with no n and with n = 3 or 5 (R: 0.1667,
+  min(k, R) at n = 3: 0.1667, the relevant retrieved: 0.5); list c, a, b, e at n = 2: the same
+  0.25;
 - ``RBP``: weights ``patience^(i-1)`` summed over the hits, divided by the series' sum
   1 / (1 - p) (``rbp_gain=binary``, endless weights);
 - users: ``RunAnalysis.measure`` measures every output list; one with no test data gets an
@@ -68,7 +69,11 @@ bulk.py``; ``lenskit/data/items.py``; each confirmed live by ``tests/libs/test_l
   it ``ItemList([])``, which has no field, and ``_graded_dcg`` asks for it before anything
   else), which stops ``RunAnalysis.measure`` for the whole run; ``NDCG(gain="rating")`` returns
   NaN first (``len(test) == 0``). Live: one user, its only judged document labelled 0 and
-  listed.
+  listed;
+- finding, refused by the adapter (``known_failure``): ``AveragePrecision`` on an output list
+  with no test item raises ZeroDivisionError (``ap_sum / min(len(test), len(recs))`` is 0.0 / 0
+  in Python floats), which stops ``RunAnalysis.measure`` for the whole run. Live: u1 with test
+  items and u2 with none.
 
 Environment: lenskit 2025.8.1 (the newest release Python 3.11 takes) requires pandas<3 and
 torch; its environment installs the CPU build of torch first (``conformance.environments``).
@@ -94,13 +99,14 @@ PROFILE = Conventions(
     query_set="run_all",  # bulk.py RunAnalysis.measure: every output list, test or ItemList([])
     score_precision="float32",  # ItemList stores scores as float32
     # rr_cutoff=honour (the default): _recip.py RecipRank truncates at n first
+    ap_denominator="min_k_n_relevant",  # _map.py: ap_sum / min(len(test), len(truncated recs))
     # rbp_gain=binary (the default): _rbp.py: np.sum(weights[good]) / series_sum
     duplicates="keep",  # recs.isin(test) per position
 )
 OFFSET_PROFILE = PROFILE.replace(discount="log2")  # LogRankWeight(offset=1): log(ranks + 1)
 GRADED_PROFILE = PROFILE.replace(gain="linear")  # NDCG(gain="rating"): the rating is the gain
 
-_BINARY = ("P", "Rcap", "R", "RR", "Success", "RBP")
+_BINARY = ("P", "Rcap", "R", "RR", "Success", "RBP", "AP")
 
 
 def _metric(measure: Measure, entry: "LenskitEntry"):
@@ -123,6 +129,10 @@ def _metric(measure: Measure, entry: "LenskitEntry"):
         return metrics.Hit(n)
     if f == "RBP":
         return metrics.RBP(patience=float(measure.param("p")))
+    if f == "AP":
+        from lenskit.metrics.ranking import AveragePrecision  # not exported by lenskit.metrics
+
+        return AveragePrecision(n)
     raise ValueError(f"no LensKit metric for {measure.text}")
 
 
@@ -233,17 +243,24 @@ class LenskitEntry(Entry):
     def default_profile(self) -> Conventions:
         return self._profile
 
-    # known_failure is checked, not trusted (Entry): graded DCG raises KeyError. The generated
-    # cases mostly hold a run query without a relevant document: the differential's
-    # duplicate-listing run refused 17 of 20 of its DCG cases
+    # known_failure is checked, not trusted (Entry): graded DCG raises KeyError,
+    # AveragePrecision ZeroDivisionError. The generated cases often hold a run query without a
+    # relevant document: the differential's duplicate-listing run refused 17 of 20 of its DCG
+    # cases, its clean-label run 5 of 16 AP and 7 of 16 AP@k cases
     known_failure_shows = frozenset({"raises"})
-    known_failure_ceiling = {"DCG": 0.9, "*": 0.0}
+    known_failure_ceiling = {"DCG": 0.9, "AP": 0.9, "*": 0.0}
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
-        """Graded DCG where some run user has no judged document reaching the threshold (see
-        the module docstring). Smallest case: qrels {u1: {a: 0}}, run {u1: a}."""
-        if (measure is None or not self.graded or measure.family != "DCG"
-                or not self.supports(measure)):
+        """Graded DCG, or AP, where some run user has no judged document reaching the threshold
+        (see the module docstring). Smallest case: qrels {u1: {a: 0}}, run {u1: a}."""
+        if measure is None or not self.supports(measure):
+            return None
+        if measure.family == "AP":
+            raised = "AveragePrecision raises ZeroDivisionError on it (0.0 / min(0, n))"
+        elif self.graded and measure.family == "DCG":
+            raised = ("DCG(gain='rating') raises KeyError on the empty test list RunAnalysis "
+                      "hands it ('test items have no field rating')")
+        else:
             return None
         threshold = measure.conventions(self.profile(measure)).relevance_threshold
         relevant = {q for q, label in zip(qrels.query_ids().tolist(), qrels.label.tolist())
@@ -251,8 +268,7 @@ class LenskitEntry(Entry):
         missing = sorted(set(run.query_ids().tolist()) - relevant)
         if missing:
             return (f"refused by the adapter: user {missing[0]!r} has no test item, and LensKit's "
-                    "DCG(gain='rating') raises KeyError on the empty test list RunAnalysis "
-                    "hands it ('test items have no field rating')")
+                    f"{raised}")
         return None
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:

@@ -141,18 +141,34 @@ def test_a_document_listed_twice_counts_twice():
     assert PROFILE.duplicates == "keep"
 
 
-def test_average_precision_divides_by_min_r_and_the_cut_list_so_it_is_not_claimed():
-    # relevant {a, b, e}, list c, a: (1/2) / min(3, 2) = 0.25 (R: 1/6; relevant retrieved: 1/2)
-    got = in_worker(measure_lists, "AveragePrecision", (["c", "a"], [2.0, 1.0]),
-                    (["a", "b", "e"], [1.0, 1.0, 1.0]))
-    assert got == pytest.approx(0.25)
-    for text in ("AP", "AP@3"):
-        assert not entry("lenskit").supports(parse_measure(text)), text
+def test_average_precision_divides_by_min_r_and_the_cut_list():
+    # relevant {a, b, e}, list c, a: a at rank 2 gives P@2 = 1/2; divided by min(R = 3, n = 2):
+    # 0.25 (R: 1/6; the relevant retrieved: 1/2)
+    qrels = [("u1", "a", 1), ("u1", "b", 1), ("u1", "e", 1)]
+    run = [("u1", "c", 2.0), ("u1", "a", 1.0)]
+    assert value("AP", qrels, run) == pytest.approx(0.25, abs=1e-15)
+    # n = 3 and 5 reach past the list: still min(3, 2) (min(k, R) would give (1/2) / 3)
+    assert value("AP@3", qrels, run) == pytest.approx(0.25, abs=1e-15)
+    assert value("AP@5", qrels, run) == pytest.approx(0.25, abs=1e-15)
+    # list c, a, b, e cut at n = 2 is c, a: (1/2) / min(3, 2)
+    longer = run + [("u1", "b", 0.5), ("u1", "e", 0.25)]
+    assert value("AP@2", qrels, longer) == pytest.approx(0.25, abs=1e-15)
+    # R below the list's length: a, c, b with relevant {a, b}: (1/1 + 2/3) / min(2, 3)
+    assert in_worker(measure_lists, "AveragePrecision", (["a", "c", "b"], [3.0, 2.0, 1.0]),
+                     (["a", "b"], [1.0, 1.0]), n=3) == pytest.approx((1 + 2 / 3) / 2)
+    assert PROFILE.ap_denominator == "min_k_n_relevant"
 
 
-def test_average_precision_on_a_list_without_test_items_stops_the_run():
+def test_average_precision_on_a_list_without_test_items_stops_the_run_and_is_refused():
     with pytest.raises(isolation.Raised, match="ZeroDivisionError"):
         in_worker(analyse, "AveragePrecision", {"u1": RECS, "u2": (["x"], [1.0])}, {"u1": TEST})
+    qrels, run = [("u1", "a", 0)], [("u1", "a", 1.0)]
+    lv = call("lenskit", "AP", qrels, run)
+    assert lv.error is not None and "ZeroDivisionError" in lv.error
+    assert entry("lenskit").known_failure(
+        Qrels.from_records(qrels), Run.from_records(run), parse_measure("AP@3")) is not None
+    # the users all have test items: measured
+    assert value("AP") == pytest.approx((1 / 2) / 2, abs=1e-15)  # a at rank 2, min(R 2, n 3)
 
 
 def test_graded_dcg_on_a_list_without_test_items_raises_and_is_refused():
