@@ -18,7 +18,8 @@ measure         metric string                      entries
 ==============  =================================  ======================================
 nDCG(@k)        ``NDCG`` (``:top=k``)              ``catboost`` (``type=Base``, the
                                                    default); ``catboost:exp``
-                                                   (``type=Exp``)
+                                                   (``type=Exp``); ``catboost:position``
+                                                   (``denominator=Position``)
 DCG(@k)         ``DCG`` (``:top=k``)               as nDCG
 AP(@k)          ``MAP`` (``:top=k``)               ``catboost``
 RR(@k)          ``MRR`` (``:top=k``)               ``catboost``
@@ -31,9 +32,6 @@ L other than 1 is passed as ``border=L - 0.5`` (the binary metrics' ``border``, 
 
 Not supported, and why:
 
-- ``denominator=Position`` (discount 1/i, ``FillDcgDecay``): the ``discount`` axis has no such
-  value. Smallest case: labels [0, 1], scores [2, 1]: NDCG:denominator=Position = 0.5, where
-  the nearest reference value (log2 discount) is 1/log2(3) = 0.63093;
 - ``PFound`` (a cascade over the raw labels with decay 0.85), ``ERR`` (the raw label as the
   probability of relevance: labels [2, 0, 3, 1] give 1.5), ``FilteredDCG``, ``AverageGain`` and
   ``QueryAUC``: the reference has no family that computes them;
@@ -49,7 +47,10 @@ Facts behind the profile (CatBoost 1.2.10, ``catboost/libs/metrics/dcg.cpp``,
 ``tests/libs/test_catboost.py``):
 
 - gain: ``type=Base`` (the default) uses the label itself, ``type=Exp`` 2^label - 1
-  (``CalcDcgSorted``); discount ``1 / log2(i + 2)`` (``denominator=LogPosition``, the default);
+  (``CalcDcgSorted``); discount ``1 / log2(i + 2)`` (``denominator=LogPosition``, the default),
+  ``1 / (i + 1)`` with ``denominator=Position`` (``FillDcgDecay``; i from 0): 1 / rank
+  (``discount=reciprocal``, in the list and in the ideal). Live: labels [0, 1], scores [2, 1]:
+  NDCG:denominator=Position = (1/2) / 1 = 0.5, where the log2 discount gives 1/log2(3);
 - ideal: ``CalcIDcg`` sorts the group's own labels (ideal=retrieved), cut at min(top, n); an
   ideal DCG <= 0 (no positive label, or negative labels outweighing the positive) gives nDCG 1
   (``CalcNdcg``: ``idcg > 0 ? dcg / idcg : 1``), counted in the mean;
@@ -105,6 +106,9 @@ EMPTY_ONE = frozenset({"nDCG", "R"})
 EXP_PROFILE = PROFILE.replace(
     gain="exponential",  # dcg.cpp CalcDcgSorted, type=Exp: pow(2, target) - 1
 )
+POSITION_PROFILE = PROFILE.replace(
+    discount="reciprocal",  # dcg.cpp FillDcgDecay, denominator=Position: 1 / (i + 1), i from 0
+)
 
 _METRICS = {  # family -> CatBoost's metric name
     "nDCG": "NDCG", "DCG": "DCG", "AP": "MAP", "RR": "MRR", "P": "PrecisionAt", "R": "RecallAt",
@@ -122,10 +126,11 @@ class CatBoostEntry(Entry):
     tolerance = 1e-12
 
     def __init__(self, name: str, description: str, ndcg_type: str, profile: Conventions,
-                 families: frozenset):
+                 families: frozenset, denominator: str = "LogPosition"):
         self.name = name
         self.description = description
         self.ndcg_type = ndcg_type  # "Base" (CatBoost's default, not passed) or "Exp"
+        self.denominator = denominator  # "LogPosition" (CatBoost's default, not passed) or "Position"
         self._profile = profile
         self.support = Support(families=families, free_axes=frozenset({"relevance_threshold"}))
 
@@ -153,6 +158,8 @@ class CatBoostEntry(Entry):
         if measure.family in _GRADED:
             if self.ndcg_type != "Base":
                 params.append(f"type={self.ndcg_type}")
+            if self.denominator != "LogPosition":
+                params.append(f"denominator={self.denominator}")
         elif self._border(measure) != _BORDER:
             params.append(f"border={self._border(measure)!r}")
         name = _METRICS[measure.family]
@@ -210,4 +217,6 @@ ENTRIES: list[Entry] = [
                   frozenset(_METRICS)),
     CatBoostEntry("catboost:exp", "eval_metric's NDCG and DCG with type=Exp (2^label - 1)",
                   "Exp", EXP_PROFILE, _GRADED),
+    CatBoostEntry("catboost:position", "eval_metric's NDCG and DCG with denominator=Position "
+                  "(1 / rank)", "Base", POSITION_PROFILE, _GRADED, denominator="Position"),
 ]

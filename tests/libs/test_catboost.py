@@ -2,7 +2,7 @@
 
 Expected values are hand computation (written out below), never the reference implementation.
 ``eval_metric`` is also called directly where a fact is about the library itself (the border,
-the Position denominator the entry does not claim), so a CatBoost release that changes one fails
+ERR's raw labels that the entries do not claim), so a CatBoost release that changes one fails
 here.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from conformance.io.data import Qrels, Run
 from conformance.libs import entry
-from conformance.libs.catboost import EXP_PROFILE, PROFILE
+from conformance.libs.catboost import EXP_PROFILE, POSITION_PROFILE, PROFILE
 from conformance.measures import Measure, parse_measure
 from libcall import call, one_list, only_value
 
@@ -51,6 +51,21 @@ def test_ndcg_exp_is_two_to_the_label_minus_one():
     assert value("DCG", lib="catboost:exp") == pytest.approx(dcg, abs=1e-12)
     assert value("nDCG", lib="catboost:exp") == pytest.approx(dcg / ideal, abs=1e-12)
     assert EXP_PROFILE.gain == "exponential"
+
+
+def test_ndcg_position_discounts_by_one_over_the_rank():
+    # labels 2, 0, 3, 1 at ranks 1..4: 2/1 + 0/2 + 3/3 + 1/4; the ideal 3, 2, 1, 0: 3/1 + 2/2 + 1/3
+    dcg, ideal = 2 + 0 / 2 + 3 / 3 + 1 / 4, 3 + 2 / 2 + 1 / 3 + 0 / 4
+    assert value("DCG", lib="catboost:position") == pytest.approx(dcg, abs=1e-12)
+    assert value("nDCG", lib="catboost:position") == pytest.approx(dcg / ideal, abs=1e-12)
+    # top=2: 2/1 + 0/2 over 3/1 + 2/2
+    assert value("nDCG@2", lib="catboost:position") == pytest.approx(2 / 4, abs=1e-12)
+    # the smallest case: labels [0, 1]: (1/2) / 1, where the log2 discount gives 1/log2(3)
+    assert eval_metric([0, 1], [2, 1], "NDCG:denominator=Position") == pytest.approx(0.5)
+    assert eval_metric([0, 1], [2, 1], "NDCG") == pytest.approx(1 / L3)
+    assert entry("catboost:position").metric(parse_measure("nDCG@2")) == (
+        "NDCG:top=2;denominator=Position")
+    assert POSITION_PROFILE.discount == "reciprocal" and POSITION_PROFILE.gain == "linear"
 
 
 def test_top_cuts_the_list_and_its_ideal():
@@ -186,14 +201,11 @@ def test_the_mean_over_groups_is_their_arithmetic_mean():
 
 
 def test_what_the_reference_has_no_convention_or_family_for_is_not_claimed():
-    # denominator=Position is a 1/i discount: labels [0, 1] give (1/2) / 1, where log2 gives
-    # 1/log2(3)
-    assert eval_metric([0, 1], [2, 1], "NDCG:denominator=Position") == pytest.approx(0.5)
-    assert eval_metric([0, 1], [2, 1], "NDCG") == pytest.approx(1 / L3)
     # ERR takes the raw label as a probability: 2 + (1 - 2)(1 - 0) 3/3 + (1 - 2)(1)(1 - 3) 1/4
     assert eval_metric([2, 0, 3, 1], [3, 2, 1, 0], "ERR") == pytest.approx(1.5)
-    for name in ("catboost", "catboost:exp"):
+    for name in ("catboost", "catboost:exp", "catboost:position"):
         e = entry(name)
         for text in ("ERR@5", "RBP", "Success@1", "F1@5", "Rprec", "bpref"):
             assert not e.supports(parse_measure(text)), (name, text)
     assert not entry("catboost:exp").supports(parse_measure("AP"))
+    assert not entry("catboost:position").supports(parse_measure("AP"))
