@@ -665,9 +665,14 @@ def explorer_not_here(conv: Conventions, family: str | None = None, at: bool = T
 def explorer_measure_profile(conv: Conventions, family: str, at: bool,
                              computes=EXPLORER_COMPUTES) -> dict[str, Any]:
     """What the page holds for one entry's explorer measure: its profile on
-    :data:`EXPLORER_AXES`, and under ``not_here`` what keeps the explorer from computing it
-    (:func:`explorer_not_here`; the key is absent when nothing does)."""
-    out = explorer_profile(conv)
+    :data:`EXPLORER_AXES` (an axis the measure does not read at its default, which cannot change
+    its value: the script evaluates every measure under the profile it is given, and a value it
+    does not compute on an axis only another measure reads must not stop this one), and under
+    ``not_here`` what keeps the explorer from computing it (:func:`explorer_not_here`; the key
+    is absent when nothing does)."""
+    reads = _reads(family, at)
+    out = {a: (v if a in reads else _axis_json(a, AXES[a].default))
+           for a, v in explorer_profile(conv).items()}
     missing = explorer_not_here(conv, family, at, computes)
     if missing:
         out["not_here"] = missing
