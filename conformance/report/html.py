@@ -611,12 +611,13 @@ _NUMBER = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?"
 # the reference, or to "not computed" where this says so.
 EXPLORER_COMPUTES: dict[str, tuple[tuple[str, ...], str]] = {
     "gain": (("linear", "exponential", "binary"), rf"{_NUMBER}:{_NUMBER}(?:,{_NUMBER}:{_NUMBER})*"),
-    "discount": (("log2", "jarvelin"), rf"(?:jarvelin|log):{_NUMBER}"),
+    "discount": (("log2", "jarvelin", "reciprocal"), rf"(?:jarvelin|log):{_NUMBER}"),
     # the list holds every judged document: the judged ideal, the retrieved one and the judged
     # one cut at the list's length are one ideal there
     "ideal": (("judged", "retrieved", "judged_to_list", "k_slots"), ""),
     "k_beyond_list": (("k", "min_k_n"), ""),
-    "ap_denominator": (("relevant", "retrieved_relevant", "min_k_relevant", "k"), ""),
+    "ap_denominator": (("relevant", "retrieved_relevant", "min_k_relevant", "k",
+                        "min_k_n_relevant"), ""),
     "empty_query": (("zero", "one", "nan", "raise", "skip"), ""),
     "relevance_threshold": ((), r"-?\d+"),
     "threshold_scope": (("binary", "graded"), ""),

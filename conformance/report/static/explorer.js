@@ -42,6 +42,7 @@
   function parseDiscount(text) {
     if (text === "log2") return { kind: "log", base: 2 };
     if (text === "jarvelin") return { kind: "jarvelin", base: 2 };
+    if (text === "reciprocal") return { kind: "reciprocal", base: 1 };
     var i = text.indexOf(":");
     var d = { kind: text.slice(0, i), base: Number(text.slice(i + 1)) };
     if (i < 0 || (d.kind !== "log" && d.kind !== "jarvelin") || !(d.base > 1 && isFinite(d.base))) {
@@ -52,6 +53,7 @@
 
   // discount at 1-based rank pos (reference.ranking.discounts)
   function discountAt(pos, d) {
+    if (d.kind === "reciprocal") return 1 / pos;
     if (d.kind === "log") {
       return d.base === 2 ? 1 / Math.log2(pos + 1) : Math.log(d.base) / Math.log(pos + 1);
     }
@@ -215,9 +217,11 @@
     // AP without a cutoff: every denominator but k is R when the list holds every judged
     // document; k is the list's length n there
     out["AP"] = finish(safeDiv(top(ap, n), pick(profile, "ap_denominator",
-      { relevant: R, retrieved_relevant: R, min_k_relevant: R, k: n })), noRel, rule);
+      { relevant: R, retrieved_relevant: R, min_k_relevant: R, k: n, min_k_n_relevant: R })),
+      noRel, rule);
     var apden = pick(profile, "ap_denominator",
-      { relevant: R, retrieved_relevant: relTop, min_k_relevant: Math.min(R, k), k: k });
+      { relevant: R, retrieved_relevant: relTop, min_k_relevant: Math.min(R, k), k: k,
+        min_k_n_relevant: Math.min(R, kk) });
     out["AP@k"] = finish(safeDiv(top(ap, kk), apden), noRel, rule);
     // ideal=k_slots: every one of k slots (n without a cutoff) holds the largest gain;
     // judged_to_list cuts at min(k, n), which the judged ideal of a whole-universe list is
