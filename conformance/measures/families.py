@@ -711,6 +711,17 @@ FAMILIES: dict[str, Family] = {
                               high=1.0),),
             names=(_ir("RecallAtPrecision", native=False),),
         ),
+        Family(
+            "MeanP", "the mean of P@1..P@k (Elliot's MAP@k; not average precision, which sums "
+            "precision at the relevant ranks only)",
+            "(P@1 + P@2 + ... + P@k) / k, P@n = relevant in the top n / n, n even where the list "
+            "is shorter than n",
+            # P@n divides by n whatever the list's length (Elliot's precision: hits / n), so
+            # k_beyond_list is not read; no library is known to divide by min(n, list length)
+            # inside this mean
+            kind="binary", cutoff="required", groups=_BINARY_GROUPS,
+            names=(_ir("MeanP", native=False, bare_error="MeanP needs a cutoff, such as MeanP@10"),),
+        ),
     ]
 }
 

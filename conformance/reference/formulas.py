@@ -21,6 +21,8 @@ the interpolated-precision, gain and user-model families in ``formulas_graded``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from conformance.errors import EvaluationError
@@ -499,6 +501,47 @@ def unjudged_at(ctx: Context, m: Measure) -> Result:
                                        ctx.list_denominator(m.cutoff)))
 
 
+# H_n from this n on is the asymptotic series below: its first left-out term, 1 / (240 n^8), is
+# under 1e-17 of H_n there
+_HARMONIC_SERIES_FROM = 64
+# H_0..H_63, each one rounding of the sum (math.fsum) rather than a running sum's 63
+_HARMONIC_SMALL = np.array([math.fsum(1.0 / i for i in range(1, n + 1))
+                            for n in range(_HARMONIC_SERIES_FROM)])
+
+
+def harmonic(n: np.ndarray) -> np.ndarray:
+    """H_n = 1 + 1/2 + ... + 1/n per entry of ``n`` (integers >= 0; H_0 = 0): summed below 64,
+    from 64 on ln n + gamma + 1/(2n) - 1/(12n^2) + 1/(120n^4) - 1/(252n^6), so that a cutoff
+    of any size costs no array of its length."""
+    n = np.asarray(n, dtype=np.float64)
+    big = np.maximum(n, _HARMONIC_SERIES_FROM)
+    inv2 = 1.0 / (big * big)
+    series = (np.log(big) + np.euler_gamma + 0.5 / big
+              - inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 / 252)))
+    below = n < _HARMONIC_SERIES_FROM
+    return np.where(below, _HARMONIC_SMALL[np.where(below, n, 0).astype(np.int64)], series)
+
+
+def mean_precision(ctx: Context, m: Measure) -> Result:
+    """MeanP@k = (P@1 + ... + P@k) / k, P@n = (relevant in the top n) / n, the divisor n even
+    where the list is shorter than n (Elliot's MAP@k). Not average precision: every rank 1..k
+    adds its precision, relevant or not.
+
+    Summed per relevant document instead of per rank: the document at rank i <= k counts in
+    P@i..P@k, so MeanP@k = (1/k) sum over i <= min(k, n) of rel_i (H_k - H_{i-1}), H the
+    harmonic numbers; the ranks past a short list add its relevant count over each n up to k.
+    Reads no k_beyond_list (P@n is over n). Empty when R = 0 (Elliot
+    leaves such users out: empty_query=skip); k >= 1 so nothing else divides by 0. Ties: a sum
+    of expected relevances times weights fixed by rank (average); the weights fall with the
+    rank, so the relevance sorts are the ends of unspecified. No ``ctx.show``: the weight of a
+    row depends on k and the ranks past a short list are no rows, so the value is no column of
+    the trace summed over its rows (the table shows the rows, their running precision P@i,
+    and the record's formula)."""
+    k = clamp_cutoff(m.cutoff)
+    r = ctx.ranked
+    weight = harmonic(np.array([k]))[0] - harmonic(np.maximum(r.pos, 1) - 1)
+    return r.upto(r.e_rel * weight, k) / float(k), ctx.R == 0
+
 
 FORMULAS = {
     "P": precision,
@@ -542,6 +585,7 @@ FORMULAS = {
     "FallOut": fall_out,
     "AUROC": auroc,
     "RecallAtPrecision": recall_at_precision,
+    "MeanP": mean_precision,
 }
 
 # Families whose aggregate is computed from the whole evaluation (Family.aggregate "curve")

@@ -98,6 +98,11 @@ MAIN_EXPECTED = [
     (M("AP"), (1 / 1 + 2 / 3 + 3 / 5) / 4, (1 / 3) / 1),
     (M("AP", 3), (1 / 1 + 2 / 3) / 4, (1 / 3) / 1),
     (M("AP", 2), (1 / 1) / 4, 0.0),
+    # MeanP@k = (P@1 + ... + P@k) / k, P@n over n: q1 P@1..5 = 1, 1/2, 2/3, 2/4, 3/5; q2 (3
+    # documents, past them P@n = 1/n) 0, 0, 1/3, 1/4, 1/5
+    (M("MeanP", 1), 1 / 1, 0.0),
+    (M("MeanP", 3), (1 + 1 / 2 + 2 / 3) / 3, (0 + 0 + 1 / 3) / 3),
+    (M("MeanP", 5), (1 + 1 / 2 + 2 / 3 + 2 / 4 + 3 / 5) / 5, (0 + 0 + 1 / 3 + 1 / 4 + 1 / 5) / 5),
     (M("Rprec"), 2 / 4, 0 / 1),  # q1: d1 d2 d3 d4 hold 2 relevant; q2: e1 is not
     (M("DCG"), DCG_Q1, 1 / log2(4)),
     (M("DCG", 1), 1 / log2(2), 0.0),
@@ -551,3 +556,59 @@ def test_recall_at_precision_keeps_a_mean_precision_exactly_at_the_threshold():
            ("q3", "c1", 3.0), ("q3", "c2", 2.0), ("q3", "c3", 1.0), ("q4", "d1", 1.0)]
     m = M("RecallAtPrecision", 3, params=[("min_precision", 0.5)])
     assert evaluate_rows(qrels, run, [m]).aggregate(m) == 1.0
+
+
+def test_mean_precision_is_not_average_precision():
+    """Elliot's MAP@k on [relevant, not relevant], R = 1, k = 2: (P@1 + P@2) / 2 = (1/1 + 1/2)
+    / 2 = 0.75, where AP@2 (precision at the relevant rank only, over R) is 1/1 / 1 = 1."""
+    qrels = [("u", "a", 1), ("u", "b", 0)]
+    run = [("u", "a", 2.0), ("u", "b", 1.0)]
+    meanp, ap = M("MeanP", 2), M("AP", 2)
+    ev = evaluate_rows(qrels, run, [meanp, ap])
+    assert ev.aggregate(meanp) == pytest.approx((1 / 1 + 1 / 2) / 2, abs=TOL)
+    assert ev.aggregate(ap) == pytest.approx(1.0, abs=TOL)
+
+
+def test_mean_precision_lists_shorter_than_k_and_users_without_relevant_items():
+    """k = 4. u1 [b, a] (a relevant, R = 2 with c unretrieved): P@1..4 = 0, 1/2, 1/3, 1/4 (past
+    the list each P@n still over n); u2 [d, e, f, g, h] (d, g relevant): P@1..4 = 1, 1/2, 1/3,
+    2/4, h past k not read; u3 [x] judged, nothing relevant: 0/0, left out under skip (Elliot
+    skips users without relevant items), 0 under zero."""
+    qrels = [("u1", "a", 1), ("u1", "c", 1), ("u1", "b", 0),
+             ("u2", "d", 1), ("u2", "g", 1), ("u2", "h", 1), ("u3", "x", 0)]
+    run = [("u1", "b", 2.0), ("u1", "a", 1.0),
+           ("u2", "d", 5.0), ("u2", "e", 4.0), ("u2", "f", 3.0), ("u2", "g", 2.0), ("u2", "h", 1.0),
+           ("u3", "x", 1.0)]
+    m = M("MeanP", 4)
+    u1 = (0 + 1 / 2 + 1 / 3 + 1 / 4) / 4
+    u2 = (1 + 1 / 2 + 1 / 3 + 2 / 4) / 4
+    skip = evaluate_rows(qrels, run, [m], Conventions(empty_query="skip"))
+    assert skip.values(m) == pytest.approx({"u1": u1, "u2": u2}, abs=TOL)
+    assert skip.aggregate(m) == pytest.approx((u1 + u2) / 2, abs=TOL)
+    zero = evaluate_rows(qrels, run, [m], Conventions(empty_query="zero"))
+    assert zero.aggregate(m) == pytest.approx((u1 + u2 + 0) / 3, abs=TOL)
+
+
+@pytest.mark.parametrize("k", [63, 64, 100, 1000])
+def test_mean_precision_of_one_relevant_document_at_large_k(k):
+    """[a], a relevant: P@n = 1/n for every n <= k, so MeanP@k = H_k / k, H_k summed here term
+    by term (past 63 the formula takes H_k from its asymptotic series)."""
+    m = M("MeanP", k)
+    value = evaluate_rows([("u", "a", 1)], [("u", "a", 1.0)], [m]).aggregate(m)
+    assert value == pytest.approx(math.fsum(1 / n for n in range(1, k + 1)) / k, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    "ties, expected",
+    # b or c (one of them relevant) tied below a (not relevant), k = 3: the relevant one at rank
+    # 2 gives P@1..3 = 0, 1/2, 1/3, at rank 3 0, 0, 1/3; c > b by docid descending
+    [("docid_desc", ((1 / 2 + 1 / 3) / 3,) * 2), ("docid_asc", ((1 / 3) / 3,) * 2),
+     ("average", (((1 / 2 + 1 / 3) / 3 + (1 / 3) / 3) / 2,) * 2),
+     ("unspecified", ((1 / 3) / 3, (1 / 2 + 1 / 3) / 3))],
+)
+def test_mean_precision_under_ties(ties, expected):
+    qrels = [("u", "a", 0), ("u", "b", 0), ("u", "c", 1)]
+    run = [("u", "a", 2.0), ("u", "b", 1.0), ("u", "c", 1.0)]
+    m = M("MeanP", 3)
+    ev = evaluate_rows(qrels, run, [m], Conventions(ties=ties))
+    assert (ev.per_query[m][0], ev.upper[m][0]) == pytest.approx(expected, abs=TOL)

@@ -62,6 +62,10 @@ IR_MEASURES = [
     ("T(alpha=0.5)@10", M("T", 10, alpha=0.5)),
     ("T(alpha=0)@3", M("T", 3, alpha=0.0)),
     ("Fe@20", M("Fe", 20)),
+    # conformance's own name (Elliot's MAP@k); MAP@k stays average precision
+    ("MeanP@10", M("MeanP", 10)),
+    ("MeanP(empty_query=skip)@5", M("MeanP", 5, [("empty_query", "skip")])),
+    ("MAP@10", M("AP", 10)),
     # any axis, validated by the conventions vocabulary, stored in axis order whatever the spelling
     ("nDCG(gain=exponential,discount=jarvelin)@10", M("nDCG", 10, [("gain", "exponential"), ("discount", "jarvelin")])),
     ("nDCG(discount=jarvelin, gain=exponential)@10", M("nDCG", 10, [("gain", "exponential"), ("discount", "jarvelin")])),
@@ -319,6 +323,7 @@ def test_parse_measure_refuses_an_item_naming_several():
         ("P", "P needs a cutoff"),
         ("F1", "F1 needs a cutoff"),
         ("Fe", "Fe needs a cutoff"),
+        ("MeanP", "MeanP needs a cutoff, such as MeanP@10"),
         ("T(alpha=0.5)", "T needs alpha and a cutoff"),
         ("T@10", "T needs alpha"),
         ("T(alpha=1.5)@10", "alpha must be a number from 0 to 1"),
