@@ -202,3 +202,26 @@ def test_rectools_docstring_example_is_reproduced_by_its_k_slots_ideal(tmp_path)
     assert "rectools reproduces them" in out.stdout
     row = next(line.split() for line in out.stdout.splitlines() if line.split()[1:2] == ["rectools"])
     assert row[0] == "yes"
+
+
+def test_elliot_map_at_k_is_swept_as_the_mean_of_precisions(tmp_path):
+    """Elliot's MAP@3 (the family MeanP@3), by hand: u1 [a, b, c], a relevant: P@1..3 = 1, 1/2,
+    1/3, MeanP@3 = 11/18; u2 [d, e], e relevant: P@1..3 = 0, 1/2, 1/3 (over 3 past the list),
+    5/18; u3 [f], nothing relevant. Elliot leaves u3 out: (11/18 + 5/18) / 2 = 4/9 = 0.4444,
+    reproduced with empty_query=skip; 0.75, the AP@3 of u1 and u2 (1 and 1/2), is not."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("u1 0 a 1\nu1 0 b 0\nu2 0 e 1\nu3 0 f 0\n")
+    run.write_text("u1 Q0 a 1 3 x\nu1 Q0 b 2 2 x\nu1 Q0 c 3 1 x\nu2 Q0 d 1 2 x\nu2 Q0 e 2 1 x\n"
+                   "u3 Q0 f 1 1 x\n")
+
+    def check(value):
+        return CliRunner().invoke(main, ["check-paper", "--qrels", str(qrels), "--run", str(run),
+                                         "--quiet", "--no-live", "--reported", f"MeanP@3={value}"])
+
+    skipped = check(f"{4 / 9:.4f}")
+    assert skipped.exit_code == 0, skipped.output
+    assert "MeanP@3 = 0.4444 is reproducible with queries without relevant documents left out" in (
+        skipped.stdout)
+    average_precision = check(f"{(1 + 1 / 2) / 2:.4f}")
+    assert average_precision.exit_code == 1, average_precision.output
+    assert "is not reproducible under any convention set swept" in average_precision.stdout
