@@ -142,7 +142,8 @@ def all_measures(ks=(1, 3, 5)):
     return [m for f in FAMILIES for m in measures_for(f, ks)]
 
 
-BINARY = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel"]
+BINARY = ["P", "R", "F1", "Success", "RR", "GranularRR", "AP", "Rprec", "T", "Fe", "NumRelRet", "NumRel",
+          "MeanP"]
 # every family whose record says its values lie in [0, 1]
 NORMALISED = [f for f in FAMILIES if FAMILIES[f].bounded]
 
@@ -461,7 +462,7 @@ def _max_group(q: Query) -> int:
 AVERAGE_FAMILIES = ["P", "R", "nDCG", "DCG", "AP", "RR", "Success",
                     # the new families with a closed form under ties=average
                     "Hits", "RelP", "RprecMult", "Utility", "Bpref", "Judged", "Unjudged", "binG",
-                    "RBP", "RBPResid", "SDCG", "INSQ", "FallOut", "AUROC", "F1", "SetAP"]
+                    "RBP", "RBPResid", "SDCG", "INSQ", "FallOut", "AUROC", "F1", "SetAP", "MeanP"]
 
 
 @pytest.mark.parametrize("family", AVERAGE_FAMILIES)
