@@ -584,6 +584,11 @@ AXES: dict[str, Axis] = {
                        "highest-ranked listing: a later listing is neither relevant nor a gain, "
                        "and P@k's min(k, n) counts distinct documents (LlamaIndex's Precision "
                        "and Recall: set(retrieved_ids))",
+                "keep_counted": "every listing is kept, as under keep, and each later listing of "
+                                "a relevant document also counts as a relevant document of its "
+                                "own where the judgments are counted: in R and in the judged "
+                                "ideal, with the document's label (RecTools' MAP, Recall and "
+                                "divide_by_achievable count the rows of its merge)",
             },
             default="error",
             group="input",

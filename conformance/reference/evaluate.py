@@ -212,6 +212,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                                   origin=f"(from {prep.qrels_source}) ")
     if shift is not None:
         _refuse_unscaled(measures, conv, jlab)
+    if conv.duplicates == "keep_counted":
+        jq, jlab, R_judged, jgain, judged_ideal = _counted_listings(
+            prep, conv, rows, run_labels, local, nq, (jq, jlab, R_judged, shift, jgain, judged_ideal))
 
     # run side: rows of scored queries, kept under the duplicates policy
     if conv.rank_source == "rank_column":
@@ -465,6 +468,35 @@ def _judged_side(prep: Prepared, conv: Conventions, scored: np.ndarray, local: n
                 a.flags.writeable = False
         shared[key] = side
     return side
+
+
+def _counted_listings(prep: Prepared, conv: Conventions, rows: np.ndarray | None,
+                      run_labels: np.ndarray, local: np.ndarray, nq: int, judged: tuple):
+    """``duplicates=keep_counted``: the judged side (jq, jlab, R_judged, jgain, judged ideal)
+    with one more judgment for every later listing of a relevant document among the evaluated
+    run rows (``rows``; all when None), wherever in the list it is: the rows of a merge of the
+    judgments with the recommendations. The listings themselves are all ranked, as under keep.
+
+    Relevant {a, f}, list a, b, a, a: R = 2 + 2 listings = 4; R@4 = 3/4; AP@4 = (1/1 + 2/3 +
+    3/4) / 4. A repeated document below the threshold adds nothing.
+    """
+    jq, jlab, R_judged, shift, jgain, judged_ideal = judged
+    r = np.arange(prep.run_q.size) if rows is None else np.asarray(rows)
+    with np.errstate(invalid="ignore"):  # NaN: unjudged, never relevant
+        r = r[run_labels[r] >= conv.relevance_threshold]
+    docs = prep.run_doc_code
+    key = prep.run_q[r] * np.int64(int(docs.max(initial=-1)) + 1) + docs[r]
+    order = np.argsort(key, kind="stable")
+    later = np.zeros(r.size, bool)
+    later[order[1:]] = key[order[1:]] == key[order[:-1]]  # a listing after one of the same pair
+    extra = r[later]
+    if not extra.size:
+        return jq, jlab, R_judged, jgain, judged_ideal
+    eq, elab = local[prep.run_q[extra]], run_labels[extra]
+    jq, jlab = np.concatenate([jq, eq]), np.concatenate([jlab, elab])
+    R_judged = R_judged + np.bincount(eq, minlength=nq)
+    jgain = np.concatenate([jgain, gains(elab, conv, shift=None if shift is None else shift[eq])])
+    return jq, jlab, R_judged, jgain, JudgedIdeal(jgain, jq, nq, conv)
 
 
 # the two orders of each family's tied documents under ties=unspecified (Family.ends); a

@@ -348,8 +348,9 @@ class Prepared:
 
     def kept_rows(self, policy: str) -> np.ndarray:
         """Indices of the run rows kept under the ``duplicates`` policy (all, when none repeat;
-        all under ``set``, which counts a document once where the rows are ranked)."""
-        if policy in ("keep", "set"):
+        all under ``set``, which counts a document once where the rows are ranked, and under
+        ``keep_counted``, which counts its later listings among the judgments too)."""
+        if policy in ("keep", "set", "keep_counted"):
             return self.run_order
         if policy not in self._dedup and self._run_distinct:
             self._dedup[policy] = self.run_order

@@ -321,6 +321,8 @@ CASES: dict[str, AxisCase] = {
             "keep": [1 / 1, 3, (1 / 1 + 2 / 3) / 1],
             # three listings keep their ranks, a counts only at rank 1
             "set": [1 / 1, 3, (1 / 1) / 1],
+            # as keep, and a's second listing is a second relevant document: R = 2
+            "keep_counted": [1 / 1, 3, (1 / 1 + 2 / 3) / 2],
         },
     ),
     # AP: q1 1 (a first), q2 1/2 (c below b), q3 0 (its relevant d never retrieved)
@@ -659,6 +661,40 @@ def test_duplicates_keep_the_listing_position_for_input_order():
     assert evaluate_rows(qrels, run, [m], base.replace(duplicates="first")).aggregate(m) == 1.0
     got = evaluate_rows(qrels, run, [m], base.replace(duplicates="last")).aggregate(m)
     assert got == pytest.approx(1 / 2, abs=TOL)
+
+
+def test_duplicates_keep_counted_counts_later_relevant_listings_in_r_and_the_ideal():
+    counted = Conventions(duplicates="keep_counted")
+    # relevant a and f; list a, b, a, a: a's two later listings make R = 2 + 2 = 4, and the
+    # judged ideal four gains of 1; hits at ranks 1, 3, 4
+    qrels = [("q", "a", 1), ("q", "f", 1)]
+    run = [("q", "a", 4.0), ("q", "b", 3.0), ("q", "a", 2.0), ("q", "a", 1.0)]
+    ev = evaluate_rows(qrels, run, [M("R", 4), M("AP", 4), M("nDCG", 4), M("P", 4)], counted)
+    assert ev.aggregate(M("R", 4)) == pytest.approx(3 / 4, abs=TOL)
+    assert ev.aggregate(M("AP", 4)) == pytest.approx((1 / 1 + 2 / 3 + 3 / 4) / 4, abs=TOL)
+    assert ev.aggregate(M("nDCG", 4)) == pytest.approx(
+        (1 + 1 / log2(4) + 1 / log2(5)) / (1 + 1 / log2(3) + 1 / log2(4) + 1 / log2(5)), abs=TOL)
+    assert ev.aggregate(M("P", 4)) == pytest.approx(3 / 4, abs=TOL)  # the hits are keep's
+    # a listing past the cutoff counts in R too: list a, b, a at k = 2: R = 2, one hit
+    run = [("q", "a", 3.0), ("q", "b", 2.0), ("q", "a", 1.0)]
+    ev = evaluate_rows([("q", "a", 1)], run, [M("R", 2), M("AP", 2), M("nDCG", 2)], counted)
+    assert ev.aggregate(M("R", 2)) == pytest.approx(1 / 2, abs=TOL)  # keep: 1 / 1
+    assert ev.aggregate(M("AP", 2)) == pytest.approx((1 / 1) / 2, abs=TOL)
+    assert ev.aggregate(M("nDCG", 2)) == pytest.approx(1 / (1 + 1 / log2(3)), abs=TOL)  # keep: 1
+    # a repeated document that is not relevant adds nothing: b, b, a with b judged 0: R = 1
+    run = [("q", "b", 3.0), ("q", "b", 2.0), ("q", "a", 1.0)]
+    ev = evaluate_rows([("q", "a", 1), ("q", "b", 0)], run, [M("R", 3), M("AP", 3)], counted)
+    assert ev.aggregate(M("R", 3)) == 1.0
+    assert ev.aggregate(M("AP", 3)) == pytest.approx((1 / 3) / 1, abs=TOL)
+    # the counted listing carries its label's gain into the ideal: a (2) listed twice, f (1):
+    # ideal gains 2, 2, 1, so nDCG@2 = (2 + 2/log2 3) / (2 + 2/log2 3) = 1; keep's ideal 2, 1
+    # gives (2 + 2/log2 3) / (2 + 1/log2 3)
+    qrels, run = [("q", "a", 2), ("q", "f", 1)], [("q", "a", 2.0), ("q", "a", 1.0)]
+    got = evaluate_rows(qrels, run, [M("nDCG", 2)], counted).aggregate(M("nDCG", 2))
+    assert got == pytest.approx(1.0, abs=TOL)
+    kept = evaluate_rows(qrels, run, [M("nDCG", 2)], Conventions(duplicates="keep"))
+    assert kept.aggregate(M("nDCG", 2)) == pytest.approx(
+        (2 + 2 / log2(3)) / (2 + 1 / log2(3)), abs=TOL)
 
 
 def test_truncation_before_the_negative_check():
