@@ -9,7 +9,8 @@ A value of these types built by a reader or a public constructor has passed vali
 input boundary: scores are finite float64, labels are finite float64, and a run holds each
 (query, document) pair at most once unless it was built with duplicates allowed on purpose
 (``duplicates``: "error" refuses a repeat naming both lines, "first" / "last" keep one listing and
-count each other one as ignored, "keep" keeps every listing). Qrels that judge one pair twice
+count each other one as ignored, "keep", "set" and "keep_counted" keep every listing: the
+reference reads the repeats under those, :data:`EVERY_LISTING`). Qrels that judge one pair twice
 keep the first line when the labels agree (the others counted as ignored, "duplicate judgment,
 same label") and are refused naming both lines when they differ.
 
@@ -68,8 +69,14 @@ from conformance.io.parsed import DUPLICATE_DOCID, DUPLICATE_JUDGMENT, Parsed, R
 # worker processes start faster without pyarrow.
 
 
+# the duplicates values under which the reader keeps every listing: each is a convention of
+# the evaluation about repeated rows (set: a document counts at its first listing; keep_counted:
+# later relevant listings count in R), which dropping them at read would make "first" or "last"
+EVERY_LISTING = frozenset({"keep", "set", "keep_counted"})
+
+
 def check_duplicates(duplicates: str) -> str:
-    """``duplicates`` as the ``duplicates`` axis reads it ("error", "first", "last", "keep")."""
+    """``duplicates`` as the ``duplicates`` axis reads it (one of its values)."""
     return AXES["duplicates"].parse(duplicates)
 
 
@@ -442,7 +449,7 @@ class Run(_Table):
         rank = np.ascontiguousarray(rank if isinstance(rank, np.ndarray) else arrow_numpy(rank), dtype=np.float64)
         line = np.asarray(p.line, dtype=np.int64)
         counts = p.counts
-        if repeats and duplicates != "keep":  # keep: every listing stays, each its own row
+        if repeats and duplicates not in EVERY_LISTING:  # every listing stays, each its own row
             order = np.argsort(key, kind="stable")
             ks = key[order]
             repeat = np.zeros(key.size, bool)

@@ -33,7 +33,7 @@ from conformance.io.limits import Limits
 def read_run(path: str | os.PathLike, duplicates: str = "error", check_pairs: bool = True,
              limits: Limits | None = None) -> Run:
     """Read a TREC run file (``qid Q0 docid rank score tag`` per line; see
-    :mod:`conformance.io.trec`). ``duplicates`` ("error", "first", "last", "keep") settles a
+    :mod:`conformance.io.trec`). ``duplicates`` (a value of that axis) settles a
     docid listed twice for one query. ``check_pairs=False`` leaves that check to the caller when
     the docids have a word form (``run.distinct_pairs`` is then None, and
     :func:`~conformance.io.data.settle_pairs` does it)."""

@@ -939,7 +939,7 @@ def test_fuzz_mutated_valid_files(data):
 
 # ---------------------------------------------------------------------------------------------
 # Large inputs: the docid words, the query coding and the duplicate check run in two threads
-@pytest.mark.parametrize("duplicates", ["error", "first", "last", "keep"])
+@pytest.mark.parametrize("duplicates", ["error", "first", "last", "keep", "set", "keep_counted"])
 @pytest.mark.parametrize("repeats", [0, 1, 3])
 def test_settle_pairs_is_the_readers_own_check(tmp_path, duplicates, repeats):
     """read_run(check_pairs=False) then settle_pairs gives what read_run gives: the same rows,
@@ -966,6 +966,16 @@ def test_settle_pairs_is_the_readers_own_check(tmp_path, duplicates, repeats):
         assert "listed twice" in direct and "lines 7 and 13" in direct  # q1 d2: line 7
     if not repeats:
         assert io.settle_pairs(io.read_run(path, check_pairs=False)).distinct_pairs is True
+
+
+@pytest.mark.parametrize("duplicates", ["keep", "set", "keep_counted"])
+def test_the_rules_about_repeated_rows_read_every_listing(tmp_path, duplicates):
+    """set and keep_counted say how the evaluation counts a repeated listing, so the reader
+    keeps every one, as under keep (dropping one would make the rule first or last)."""
+    path = write(tmp_path, "r.txt", "q Q0 a 1 3 t\nq Q0 b 2 2 t\nq Q0 a 3 1 t\n")
+    listed = [("q", "a", 3.0, 1), ("q", "b", 2.0, 2), ("q", "a", 1.0, 3)]
+    assert rows(io.read_run(path, duplicates)) == listed
+    assert rows(io.settle_pairs(io.read_run(path, duplicates, check_pairs=False), duplicates)) == listed
 
 
 # (conformance.parallel); forced here on small files, the outcome must be that of one thread
