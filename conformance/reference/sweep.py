@@ -129,6 +129,7 @@ UNTRIED_VALUES: dict[tuple[str, Any], str] = {
     ("duplicates", "first"): "as duplicates=keep",
     ("duplicates", "last"): "as duplicates=keep",
     ("duplicates", "set"): "as duplicates=keep",
+    ("duplicates", "keep_counted"): "as duplicates=keep",
     ("query_set", "qrels_strict"): "differs from qrels only where a judged query missing from "
                                    "the run is empty for the measure; no library profile uses it, "
                                    "and its shared aggregation is not yet proved against evaluate",
