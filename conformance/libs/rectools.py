@@ -66,13 +66,14 @@ Facts behind the profiles (rectools 0.19.0, ``rectools/metrics/ranking.py``,
   (``duplicates=keep`` for NDCG, MRR, Precision, HitRate; live: relevant {a}, list a, a, b:
   P@3 = 2/3, NDCG@3 = (1 + 1/log2 3) / (1 + 1/log2 3 + 1/2)); but MAP's ``n_relevant_items``,
   Recall's ``LIKED`` and ``divide_by_achievable``'s ``n_items`` count the merged rows too, so
-  the listing is counted as a second relevant item (live: that list, R@3 = 1.0 and AP@3 = 1.0,
-  where keeping both listings gives 2.0 and 2.0, and counting one gives 1.0 and 1.0 only by
-  chance of this case: relevant {a, f}, list a, a gives R@2 = 2/3, not 1/2 or 1). No value of
-  the ``duplicates`` axis says "R counts the listings", so for those three measures the
-  adapter refuses a run that lists a document twice (``duplicates=error``). ``divide_by_k``
-  divides by k, not by those rows, so it keeps both listings (``duplicates=keep``; live: that
-  list, AP@3 = (1 + 2/2) / 3);
+  each later listing is one more relevant item in R, wherever it is in the table, in the top
+  k or not (``duplicates=keep_counted``; live: that list, R@3 = 1.0 and AP@3 = 1.0 where keep
+  gives 2.0 and 2.0; relevant {a, f}, list a, b, a, a: R = 2 + 2, R@4 = 3/4, AP@4 = (1 + 2/3 +
+  3/4) / 4, achievable NDCG@4 over an ideal of 4 ranks; relevant {a}, list a, b, a: R@2 = 1/2,
+  AP@2 = 1/2, achievable NDCG@2 = 1 / (1 + 1/log2 3), the listing past k counted; a repeated
+  item that is not an interaction adds nothing: relevant {a}, list b, b, a: R@3 = 1).
+  ``divide_by_k`` divides by k, not by those rows, so it keeps both listings
+  (``duplicates=keep``; live: relevant {a}, list a, a, b: AP@3 = (1 + 2/2) / 3);
 - the interactions are read as a set of (user, item) rows: no label reaches RecTools, so gain
   is binary (``gain=binary``) and the threshold is the adapter's (``relevance_threshold``).
 """
@@ -81,7 +82,6 @@ from __future__ import annotations
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs._nested import duplicate_pair
 from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
@@ -98,11 +98,12 @@ PROFILE = Conventions(
     # rr_cutoff=honour (the default): ranking.py MRR: ranks above k are NaN, then fillna(0)
     duplicates="keep",  # merge_reco: a repeated recommendation is a second merged row, each a hit
 )
-# MAP's n_relevant_items and Recall's LIKED count merged rows: a repeat counts as another
-# relevant item, which no duplicates value states; the adapter refuses such runs for them
-COUNTS_ROWS = PROFILE.replace(duplicates="error")
+COUNTS_ROWS = PROFILE.replace(
+    duplicates="keep_counted",  # MAP.fit n_relevant_items, calc_confusions LIKED: merged rows
+    # per user (groupby size), one per listing of an interaction anywhere in reco: R + repeats
+)
 # NDCG(divide_by_achievable=True): idcg over stats["n_items"].clip(upper=k), min(k, R) ranks,
-# n_items counting merged rows as above
+# n_items counting the merged rows as above (duplicates=keep_counted)
 ACHIEVABLE = COUNTS_ROWS.replace(ideal="judged")
 # MAP(divide_by_k=True): sum_precisions / self.k; the merged rows are not its denominator
 OVER_K = PROFILE.replace(ap_denominator="k")
@@ -162,11 +163,6 @@ class RectoolsEntry(Entry):
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
         if not self.supports(measure):
             return LibraryValues(error=f"{self.name} does not compute {measure.text}")
-        if self.profile(measure).duplicates == "error" and duplicate_pair(run) is not None:
-            q, d = duplicate_pair(run)
-            return LibraryValues(error=(
-                f"refused by the adapter: the run lists document {d!r} twice for query {q!r}, "
-                f"which RecTools' {_CLASSES[measure.family]} counts as a second relevant item"))
         import rectools.metrics
 
         threshold = float(measure.conventions(self.profile(measure)).relevance_threshold)

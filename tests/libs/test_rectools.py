@@ -140,12 +140,38 @@ def test_a_repeated_item_is_also_a_second_relevant_item_for_map_recall_and_achie
     assert direct("Recall(k=2)", reco[:2], [("u1", "a"), ("u1", "f")])["u1"] == pytest.approx(2 / 3)
     # divide_by_achievable's n_items counts the rows as well: ideal over 2 ranks, dcg 1 + 1/log2 3
     assert direct("NDCG(k=3, divide_by_achievable=True)", reco, [("u1", "a")]) == {"u1": 1.0}
-    # so the adapter refuses a run that lists a document twice for these three
-    qrels, run = [("u1", "a", 1)], [("u1", "a", 2.0), ("u1", "a", 1.5), ("u1", "b", 1.0)]
-    for lib, name in (("rectools", "R@3"), ("rectools", "AP@3"), ("rectools:achievable", "nDCG@3")):
-        lv = call(lib, name, qrels, run)
-        assert lv.error is not None and "counts as a second relevant item" in lv.error, (lib, name)
-    assert COUNTS_ROWS.duplicates == "error" and ACHIEVABLE.duplicates == "error"
+    assert COUNTS_ROWS.duplicates == "keep_counted" and ACHIEVABLE.duplicates == "keep_counted"
+
+
+def test_every_later_listing_of_a_relevant_item_is_one_more_in_r_in_the_top_k_or_not():
+    # relevant a and f; list a, b, a, a (a three times): R = 2 + 2 later listings = 4, hits at
+    # ranks 1, 3, 4: R@4 = 3/4 (keep: 3/2); AP@4 = (1/1 + 2/3 + 3/4) / 4 = 29/48 (keep: /2);
+    # achievable NDCG@4: dcg 1 + 1/log2 4 + 1/log2 5 over min(4, 4) ranks (keep: over 2 ranks)
+    qrels = [("u1", "a", 1), ("u1", "f", 1)]
+    run = [("u1", "a", 4.0), ("u1", "b", 3.0), ("u1", "a", 2.0), ("u1", "a", 1.0)]
+    assert value("R@4", qrels, run) == pytest.approx(3 / 4, abs=1e-15)
+    assert value("AP@4", qrels, run) == pytest.approx((1 / 1 + 2 / 3 + 3 / 4) / 4, abs=1e-15)
+    ideal4 = 1 + 1 / L2_3 + 1 / 2 + 1 / math.log2(5)
+    assert value("nDCG@4", qrels, run, lib="rectools:achievable") == pytest.approx(
+        (1 + 1 / 2 + 1 / math.log2(5)) / ideal4, abs=1e-15)
+    # the hits are keep's: P@4 = 3/4, and plain NDCG's ideal is every one of the k ranks
+    assert value("P@4", qrels, run) == pytest.approx(3 / 4)
+    assert value("nDCG@4", qrels, run) == pytest.approx((1 + 1 / 2 + 1 / math.log2(5)) / ideal4)
+    # relevant a; list a, b, a at k = 2: the listing at rank 3, past k, still counts: R = 2;
+    # R@2 = 1/2 and AP@2 = 1/2 (counted within k only: 1 and 1); achievable NDCG@2 = 1 over
+    # min(2, 2) ranks = 1 / (1 + 1/log2 3) (within k: over 1 rank, 1.0)
+    run = [("u1", "a", 3.0), ("u1", "b", 2.0), ("u1", "a", 1.0)]
+    assert value("R@2", [("u1", "a", 1)], run) == pytest.approx(1 / 2)
+    assert value("AP@2", [("u1", "a", 1)], run) == pytest.approx(1 / 2)
+    assert value("nDCG@2", [("u1", "a", 1)], run, lib="rectools:achievable") == pytest.approx(
+        1 / (1 + 1 / L2_3), abs=1e-15)
+    # an item that is no interaction adds nothing, listed twice: relevant a, list b, b, a:
+    # R@3 = 1/1, AP@3 = (1/3) / 1, achievable NDCG@3 = (1/log2 4) / 1
+    qrels, run = [("u1", "a", 1), ("u1", "b", 0)], [("u1", "b", 3.0), ("u1", "b", 2.0), ("u1", "a", 1.0)]
+    assert value("R@3", qrels, run) == 1.0
+    assert value("AP@3", qrels, run) == pytest.approx(1 / 3)
+    assert value("nDCG@3", qrels, run, lib="rectools:achievable") == pytest.approx(1 / 2)
+    assert COUNTS_ROWS.duplicates == "keep_counted" and PROFILE.duplicates == "keep"
 
 
 def test_ranks_break_equal_scores_by_document_id_descending():
