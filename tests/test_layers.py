@@ -21,7 +21,7 @@ PACKAGE = ROOT / "conformance"
 
 # Bottom to top. A module belongs to the first entry that equals its name or is a prefix of it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("vocabulary", ("conformance.errors", "conformance.conventions", "conformance.measures",
+    ("vocabulary", ("conformance.errors", "conformance.axis", "conformance.conventions", "conformance.measures",
                     "conformance.parallel", "conformance.isolation", "conformance.outputs",
                     "conformance.distribution", "conformance.environments")),
     ("io", ("conformance.io",)),

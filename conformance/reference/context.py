@@ -1,7 +1,7 @@
 """The shared view every formula reads: :class:`Context` (one ordering of the run under one
 convention set, with the judged side: relevant counts, the ideal and its cut) and the judged
 ideal (:class:`JudgedIdeal`) shared by every context of an evaluation. The notation is
-``conformance.reference.formulas``'; the stages the axes act in (``conventions.STAGES``) that
+``conformance.reference.formulas``'; the stages the axes act in (``axis.STAGES``) that
 the formulas read through a context are its methods: the ideal (``ideal_gains``, ``ideal_cut``,
 ``idcg``), the relevance universe (``R``, ``universe_labels``) and the denominators.
 """

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from conformance.conventions import Conventions, geometric_floor
+from conformance.axis import geometric_floor
+from conformance.conventions import Conventions
 from conformance.errors import EvaluationError
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure

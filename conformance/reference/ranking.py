@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.conventions import Conventions, discount_base, gain_map
+from conformance.axis import discount_base
+from conformance.conventions import Conventions, gain_map
 from conformance.errors import EvaluationError
 from conformance.reference import tiecheck
 

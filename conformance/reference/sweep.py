@@ -35,7 +35,7 @@ shown, on this input or on every input, unable to change what the sweep finds:
 Each measure is swept over the axes its family reads (``Family.axes`` of
 ``conformance.measures``, checked against the reference by the tests); the others cannot change
 it. Axes a measure name fixes (``P(rel=2)@5``) are not swept for that measure. Each axis's
-``stage`` (``conventions.STAGES``) orders the loop (the stages that decide the ranked rows
+``stage`` (``axis.STAGES``) orders the loop (the stages that decide the ranked rows
 outermost) and makes the aggregate-stage axes selections of per-query values computed once.
 
 Sharing work. Evaluating each combination with ``evaluate()`` would cost thousands of
@@ -93,7 +93,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from conformance.conventions import AXES, RANKING_STAGES, STAGES, Conventions, geometric_floor
+from conformance.axis import RANKING_STAGES, STAGES, geometric_floor
+from conformance.conventions import AXES, Conventions
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference import evaluate
@@ -141,7 +142,7 @@ DEPTHS = (1000, 100)  # swept beside "none" when some list is longer
 MAX_THRESHOLDS = 30  # above this largest label, only the distinct label values are thresholds
 
 def _loop_rank(axis: str) -> int:
-    """Loop order of the sweep, from each axis's stage (``conventions.STAGES``): the axes of the
+    """Loop order of the sweep, from each axis's stage (``axis.STAGES``): the axes of the
     stages that decide the ranked rows outermost, in stage order (the gains before the
     threshold, since the binary scope makes nDCG's Ranked independent of the threshold; the
     depth cut last of them, since a depth at or beyond a measure's reach shares the Ranked of

@@ -14,7 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance.conventions import AXES, Conventions, geometric_floor
+from conformance.axis import geometric_floor
+from conformance.conventions import AXES, Conventions
 from conformance.errors import EvaluationError
 from conformance.io.data import Qrels, Run
 from conformance.measures import parse_measure
