@@ -24,7 +24,6 @@ work tree, its commit.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import re
 import subprocess
@@ -70,6 +69,8 @@ def extras() -> frozenset[str]:
         if tomllib is not None:
             project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
             return frozenset(normal_name(x) for x in project.get("optional-dependencies", {}))
+    import importlib.metadata  # ~10 ms (email parsing): not on the path of a command that never asks
+
     try:
         declared = importlib.metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
     except importlib.metadata.PackageNotFoundError:
@@ -91,6 +92,8 @@ def core_requirements() -> tuple[str, ...]:
         if tomllib is not None:
             project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
             return tuple(project.get("dependencies", []))
+    import importlib.metadata
+
     try:
         declared = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import importlib.metadata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -245,6 +244,8 @@ class Entry:
 
             return environments.version(environments.environment(self.environment),
                                         self.distribution)
+        import importlib.metadata  # ~10 ms: only where a version is asked for
+
         try:
             return importlib.metadata.version(self.distribution)
         except importlib.metadata.PackageNotFoundError:
