@@ -352,6 +352,12 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             if m.family in CURVES:
                 curves[m] = [lambda counted, fill, ctx=ctx, m=m: CURVES[m.family](ctx, m, counted, fill)
                              for ctx in contexts]
+        # ``cached`` refers to itself (and ``context`` to it), a cycle through ``cache``: the
+        # rankings' per-row arrays would live on until the cyclic garbage collector ran.
+        # Emptied, they go now (a curve keeps the contexts it holds; a context asked for
+        # again is made again).
+        cache.clear()
+        holes.clear()
         return out, changed
 
     curves: dict[Measure, list] = {}
