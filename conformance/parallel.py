@@ -4,7 +4,9 @@ numpy and Arrow release the GIL inside their loops over large arrays, so two thr
 working on half of the rows use two cores. Used where every output row depends only on its
 own input row (hashes) or on rows of its own query (``reference.evaluate``), so the result is
 the same, bit for bit, whether the work is split or not. Below ``MIN_ROWS`` rows, or on one
-core, nothing is split: there the threads would cost more than they save.
+core, nothing is split: there the threads would cost more than they save. A half of the queries
+can be cut again into pieces (:func:`query_pieces`), which its thread takes one after the other,
+so that the arrays made per row are held for one piece at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Callable, Sequence, TypeVar
 T = TypeVar("T")
 
 MIN_ROWS = 1 << 18
+PIECE_ROWS = 1 << 16  # rows of a piece at least ...
+MAX_PIECES = 16  # ... and at most this many pieces to a part
 
 
 def two_cores() -> bool:
@@ -106,3 +110,29 @@ def query_halves(q, n_queries: int) -> list[slice]:
         return whole  # one query holds the middle and the end of the list
     cut = n // 2 + int(after[0])
     return [slice(0, cut), slice(cut, n)]
+
+
+def query_pieces(q, part: slice) -> list[slice]:
+    """``part``, a range of rows holding whole queries listed one after the other, as
+    consecutive ranges of whole queries of about ``max(PIECE_ROWS, rows / MAX_PIECES)`` rows
+    each (a piece ends at the first query boundary past that many rows; a query longer than
+    that is one piece). ``q``: query index per row.
+
+    Small pieces keep the arrays made per row small (cache-sized, reused by the allocator
+    instead of fresh pages); the bound on their number bounds the work a piece does per query
+    of the whole input (arrays of one value per query)."""
+    import numpy as np
+
+    start, stop = part.indices(q.size)[:2]
+    rows = max(PIECE_ROWS, (stop - start) // MAX_PIECES)
+    if stop - start < 2 * rows:
+        return [slice(start, stop)]
+    # the rows where a query begins, after the first
+    begins = np.flatnonzero(q[start + 1:stop] != q[start:stop - 1]) + (start + 1)
+    cuts = [start]
+    while True:
+        at = int(np.searchsorted(begins, cuts[-1] + rows))
+        if at == begins.size or stop - int(begins[at]) < rows:
+            break
+        cuts.append(int(begins[at]))
+    return [slice(a, b) for a, b in zip(cuts, cuts[1:] + [stop])]

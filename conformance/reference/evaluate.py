@@ -17,7 +17,7 @@ from conformance.conventions import Conventions
 from conformance.errors import EvaluationError
 from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
-from conformance.parallel import each, query_halves
+from conformance.parallel import each, query_halves, query_pieces
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.formulas import CURVES, FORMULAS, RATIO_PARTS, READS_LABELS, READS_POOL
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
@@ -353,9 +353,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                 curves[m] = [lambda counted, fill, ctx=ctx, m=m: CURVES[m.family](ctx, m, counted, fill)
                              for ctx in contexts]
         # ``cached`` refers to itself (and ``context`` to it), a cycle through ``cache``: the
-        # rankings' per-row arrays would live on until the cyclic garbage collector ran.
-        # Emptied, they go now (a curve keeps the contexts it holds; a context asked for
-        # again is made again).
+        # rankings' per-row arrays would live on until the cyclic garbage collector ran,
+        # through the next piece's ranking. Emptied, they go now (a curve keeps the contexts
+        # it holds; a context asked for again is made again).
         cache.clear()
         holes.clear()
         return out, changed
@@ -369,20 +369,18 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
     if traced or micro or any(m.family in CURVES for m in measures):
         halves = [slice(None)]  # a curve (a micro average) is taken over every query at once
     if len(halves) == 2:
-        # Two threads, one per half of the queries (``parallel``). Every value is a function of
-        # its own query's rows (per-query sums are taken range by range), so the result is the
-        # same, bit for bit, as one pass over all rows.
+        # Two threads, one per half of the queries (``parallel``), each taking its half in
+        # pieces of whole queries one after the other (``query_pieces``): a ranking's per-row
+        # arrays are held for a piece at a time, not for a half (the evaluation's peak memory).
+        # Every value is a function of its own query's rows (per-query sums are taken range by
+        # range), so the result is the same, bit for bit, as one pass over all rows.
         try:
-            (first, changed1), (second, changed2) = each(results, halves)
+            done = [one for half in each(lambda h: [(p, results(p)) for p in query_pieces(q_rows, h)],
+                                         halves) for one in half]
         except EvaluationError:
             every, changed = results(None)  # a refusal names what one pass over all rows would name
         else:
-            owner = np.zeros(nq, bool)  # the queries of the second half
-            owner[q_rows[halves[1]]] = True
-            every = {m: [(np.where(owner, v2, v1), np.where(owner, e2, e1))
-                         for (v1, e1), (v2, e2) in zip(first[m], second[m])] for m in measures}
-            changed = {m: None if changed1[m] is None or changed2[m] is None
-                       else np.where(owner, changed2[m], changed1[m]) for m in changed1}
+            every, changed = _pieced(done, q_rows, nq)
     else:
         every, changed = results(None)
 
@@ -595,6 +593,29 @@ def _refuse_unscaled(measures: list[Measure], conv: Conventions, labels: np.ndar
 def _noise(v):
     """The float64 noise an exact implementation's value may carry: 1e-12, relative above 1."""
     return 1e-12 * np.maximum(1.0, np.abs(v))
+
+
+def _pieced(done: list, q_rows: np.ndarray, nq: int) -> tuple[dict, dict]:
+    """``results`` of the whole run from those of its pieces (``[(rows, (every, changed))]``):
+    each query's values from the piece holding its rows (the first piece's for a query with
+    no row, which every piece computes alike)."""
+    (_, (first, first_changed)), rest = done[0], done[1:]
+    every = {m: [(v.copy(), e.copy()) for v, e in orders] for m, orders in first.items()}
+    changed = {m: None if c is None else c.copy() for m, c in first_changed.items()}
+    for rows, (out, out_changed) in rest:
+        owned = np.zeros(nq, bool)
+        owned[q_rows[rows]] = True
+        owned = np.flatnonzero(owned)  # the piece's queries
+        for m, orders in out.items():
+            for (v, e), (v2, e2) in zip(every[m], orders):
+                v[owned] = v2[owned]
+                e[owned] = e2[owned]
+        for m, c in out_changed.items():
+            if changed[m] is not None and c is None:
+                changed[m] = None
+            elif changed[m] is not None:
+                changed[m][owned] = c[owned]
+    return every, changed
 
 
 def round_half_even(x: np.ndarray, places: int) -> np.ndarray:

@@ -82,6 +82,29 @@ def test_halves_equal_one_pass(case, conv, words, monkeypatch):
     _same(_outcome(qrels, run, conv, True, monkeypatch), _outcome(qrels, run, conv, False, monkeypatch))
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases(negative=True, fractional=True), conv=conventions(), words=st.booleans())
+def test_pieces_equal_one_pass(case, conv, words, monkeypatch):
+    # each half taken in pieces of one or two queries (``parallel.query_pieces``), one after the other
+    qrels, run = _word_form(case) if words else (case.qrels, case.run)
+    one_pass = _outcome(qrels, run, conv, False, monkeypatch)
+    monkeypatch.setattr(parallel, "PIECE_ROWS", 1)
+    monkeypatch.setattr(parallel, "MAX_PIECES", 1 << 62)
+    _same(_outcome(qrels, run, conv, True, monkeypatch), one_pass)
+
+
+def test_query_pieces_are_whole_queries_of_about_the_rows_asked(monkeypatch):
+    monkeypatch.setattr(parallel, "PIECE_ROWS", 2)
+    q = np.array([0, 0, 0, 1, 1, 2, 3, 3, 4])
+    # a piece ends at the first query boundary 2 rows or more past its start; the last piece
+    # takes the rest when fewer than 2 rows would be left after a cut
+    assert parallel.query_pieces(q, slice(0, 9)) == [slice(0, 3), slice(3, 5), slice(5, 9)]
+    assert parallel.query_pieces(q, slice(3, 9)) == [slice(3, 5), slice(5, 9)]
+    assert parallel.query_pieces(q, slice(0, 3)) == [slice(0, 3)]  # fewer than twice the rows: one piece
+    monkeypatch.setattr(parallel, "MAX_PIECES", 2)  # then 9 // 2 = 4 rows a piece at least
+    assert parallel.query_pieces(q, slice(0, 9)) == [slice(0, 5), slice(5, 9)]
+
+
 def test_split_happens_on_a_run_listed_query_by_query(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_ROWS", 2)
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
