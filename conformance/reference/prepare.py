@@ -26,7 +26,7 @@ from conformance.io import kernels as ac
 from conformance.io.columnar import (DocWords, LazyRange, arrow_numpy, arrow_strings, line_numbers, numpy_arrow,
                                      pair_hash, row_blocks)
 from conformance.io.data import Qrels, Run
-from conformance.parallel import each, query_halves, row_halves
+from conformance.parallel import each, query_halves, query_pieces, row_halves
 
 
 def _strings(table) -> pa.Array:
@@ -439,28 +439,41 @@ def _merge_in_halves(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_wo
                      qrels_label: np.ndarray, n_queries: int, halves: list[slice] | None = None,
                      hash_bits: int = 64) -> np.ndarray | None:
     """:func:`_merge_labels`, in two threads when the run is large and listed query by query:
-    each joins the run rows of half of the queries with those queries' judgments. A judgment
-    can only match a run row of its own query, so the labels are those of one join."""
+    each joins the run rows of half of the queries with those queries' judgments, in pieces of
+    whole queries one after the other (``parallel.query_pieces``: the join's arrays are held
+    for a piece at a time). A judgment can only match a run row of its own query, so the
+    labels are those of one join; the judgments of queries the run does not list go with the
+    first piece."""
     if halves is None:
         halves = query_halves(run_q, n_queries)
     if len(halves) < 2:
         return _merge_labels(run_q, run_words, qrels_q, qrels_words, qrels_label, hash_bits)
     width = max(run_words.width, qrels_words.width)
     run_hash, qrels_hash = run_words.hash(width), qrels_words.hash(width)
-    later = np.zeros(n_queries, bool)
-    later[run_q[halves[1]]] = True
-    judged_later = later[qrels_q]
+    numbered: dict[int, list[tuple[int, slice]]] = {}  # half's first row -> its (piece number, rows)
+    owner = np.zeros(n_queries, np.int64)  # each query's piece
+    k = 0
+    for h in halves:
+        numbered[h.start] = []
+        for rows in query_pieces(run_q, h):
+            owner[run_q[rows]] = k
+            numbered[h.start].append((k, rows))
+            k += 1
+    piece_of = owner[qrels_q]
+    judged = np.argsort(piece_of, kind="stable")  # the judgments piece by piece, in row order
+    bounds = np.searchsorted(piece_of[judged], np.arange(k + 1))
+    del owner, piece_of
 
     label = np.empty(run_q.size)
 
-    def half(rows: slice) -> bool:
-        sel = np.flatnonzero(judged_later if rows.start else ~judged_later)
+    def piece(i: int, rows: slice) -> bool:
+        sel = judged[bounds[i]:bounds[i + 1]]
         return _merge_labels(
             run_q[rows], DocWords(run_words.words[rows], run_words.lens[rows]),
             qrels_q[sel], DocWords(qrels_words.words[sel], qrels_words.lens[sel]), qrels_label[sel],
             hash_bits, run_hash=run_hash[rows], qrels_hash=qrels_hash[sel], out=label[rows]) is not None
 
-    return label if all(each(half, halves)) else None
+    return label if all(each(lambda h: all(piece(i, rows) for i, rows in numbered[h.start]), halves)) else None
 
 
 def _merge_labels(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
