@@ -374,13 +374,27 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
         # arrays are held for a piece at a time, not for a half (the evaluation's peak memory).
         # Every value is a function of its own query's rows (per-query sums are taken range by
         # range), so the result is the same, bit for bit, as one pass over all rows.
+        def piece(rows: slice, first: bool) -> tuple:
+            """A piece's results: the first piece's whole (its values of the queries no piece
+            holds stand for every piece's), the others' at their own queries only."""
+            out, changed = results(rows)
+            if first:
+                return None, out, changed
+            owned = np.zeros(nq, bool)
+            owned[q_rows[rows]] = True
+            owned = np.flatnonzero(owned)
+            return (owned, {m: [(v[owned], e[owned]) for v, e in orders] for m, orders in out.items()},
+                    {m: None if c is None else c[owned] for m, c in changed.items()})
+
+        def half(h: slice) -> list:
+            return [piece(p, h is halves[0] and i == 0) for i, p in enumerate(query_pieces(q_rows, h))]
+
         try:
-            done = [one for half in each(lambda h: [(p, results(p)) for p in query_pieces(q_rows, h)],
-                                         halves) for one in half]
+            done = [one for pieces in each(half, halves) for one in pieces]
         except EvaluationError:
             every, changed = results(None)  # a refusal names what one pass over all rows would name
         else:
-            every, changed = _pieced(done, q_rows, nq)
+            every, changed = _pieced(done)
     else:
         every, changed = results(None)
 
@@ -595,26 +609,24 @@ def _noise(v):
     return 1e-12 * np.maximum(1.0, np.abs(v))
 
 
-def _pieced(done: list, q_rows: np.ndarray, nq: int) -> tuple[dict, dict]:
-    """``results`` of the whole run from those of its pieces (``[(rows, (every, changed))]``):
-    each query's values from the piece holding its rows (the first piece's for a query with
-    no row, which every piece computes alike)."""
-    (_, (first, first_changed)), rest = done[0], done[1:]
+def _pieced(done: list) -> tuple[dict, dict]:
+    """``results`` of the whole run from those of its pieces (``[(queries, every, changed)]``,
+    the first piece's over every query, the others' over their own ``queries``): each query's
+    values from the piece holding its rows (the first piece's for a query with no row, which
+    every piece computes alike)."""
+    (_, first, first_changed), rest = done[0], done[1:]
     every = {m: [(v.copy(), e.copy()) for v, e in orders] for m, orders in first.items()}
     changed = {m: None if c is None else c.copy() for m, c in first_changed.items()}
-    for rows, (out, out_changed) in rest:
-        owned = np.zeros(nq, bool)
-        owned[q_rows[rows]] = True
-        owned = np.flatnonzero(owned)  # the piece's queries
+    for owned, out, out_changed in rest:
         for m, orders in out.items():
             for (v, e), (v2, e2) in zip(every[m], orders):
-                v[owned] = v2[owned]
-                e[owned] = e2[owned]
+                v[owned] = v2
+                e[owned] = e2
         for m, c in out_changed.items():
             if changed[m] is not None and c is None:
                 changed[m] = None
             elif changed[m] is not None:
-                changed[m][owned] = c[owned]
+                changed[m][owned] = c
     return every, changed
 
 
