@@ -15,7 +15,8 @@ this module holds the vocabulary and the conventions of the trec_eval command li
 edge-case corpus uses as its base (:data:`TREC_EVAL`, :data:`TREC_EVAL10`).
 
 Adding an axis: its record below (with its group), its arithmetic in ``conformance.reference``
-and its tests; nothing else lists axes.
+and its tests; nothing else lists axes. One idea at about 700 lines: the records are most of it,
+one per axis (what a record is made of is ``conformance.axis``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 ``render(result)`` returns the page as text and ``write(result, path)`` writes it. The page holds
 everything inline (styles, scripts, data): it opens from disk and makes no network request. The
 same ``RunResult`` gives the same bytes (no timestamps, every collection in a fixed order).
+One idea at about 780 lines: one page, each section's data built from the result by a function
+of its own; the position tables and the value tables are modules apart.
 
 Sections, each colour and symbol with its legend:
 
