@@ -196,6 +196,14 @@ class Family:
     proven: the family refuses a tie group that could change it). ``scale_free``: the value is
     unchanged when every gain of a query is multiplied by one positive number (so exponential
     gains beyond the range of a double are computed scaled).
+    ``reads_labels``: its formula reads each ranked row's label (``Ranked.label``), beyond its
+    gain and relevance: so do AUROC and binG, whose expected values over tie groups refuse a
+    depth cut through a group by its labels (without them every cut group was refused, and a
+    measure's value depended on which other measures were evaluated with it).
+    ``reads_pool``: it reads which rows are in the judgment pool (``Ranked.pooled``: a
+    negative label under ``negative_labels=unjudged`` is pooled but unjudged; infAP).
+    ``gains_read_threshold``: a graded family that reads the relevance threshold only through
+    its gains (``threshold_scope=graded``, or ``gain=binary``), never through R.
     """
 
     name: str
@@ -213,6 +221,9 @@ class Family:
     at: str | None = None
     ends: str = ""
     scale_free: bool = False
+    reads_labels: bool = False
+    reads_pool: bool = False
+    gains_read_threshold: bool = False
 
     def __post_init__(self) -> None:
         if not self.ends:
@@ -320,11 +331,13 @@ FAMILIES: dict[str, Family] = {
             names=(_ir("nDCG"), _ir("NDCG", alias=True),
                    _trec("ndcg", gains=True), _trec("ndcg_cut", cut=True),
                    _ranx("ndcg"), _ranx("ndcg_burges", fixed=_EXP)),
+            gains_read_threshold=True,
         ),
         Family(
             "DCG", "discounted cumulative gain", "sum over ranks i <= k of gain(i) x discount(i)",
             kind="graded", cutoff="optional", groups=_GRADED_GROUPS, bounded=False,
             names=(_ir("DCG", native=False), _ranx("dcg"), _ranx("dcg_burges", fixed=_EXP)),
+            gains_read_threshold=True,
         ),
         Family(
             "P", "precision",
@@ -475,6 +488,7 @@ FAMILIES: dict[str, Family] = {
             aggregate="sum", bounded=False, ends="none",
             names=(_ir("NumNonRelJudgedRet", native=False), _trec("num_nonrel_judged_ret")),
             reach="whole",
+            reads_labels=True,
         ),
         Family(
             "Hits", "relevant documents in the top k",
@@ -526,6 +540,7 @@ FAMILIES: dict[str, Family] = {
             names=(_ir("Bpref"), _ir("BPref", alias=True), _trec("bpref"),
                    _trec("gm_bpref", fixed=_GM), _ranx("bpref")),
             reach="whole",
+            reads_labels=True,
         ),
         Family(
             "infAP", "inferred average precision (Yilmaz & Aslam 2006)",
@@ -535,6 +550,7 @@ FAMILIES: dict[str, Family] = {
             kind="binary", cutoff="none", groups=_BINARY_GROUPS, ends="none",
             names=(_ir("infAP"), _trec("infAP")),
             reach="whole",
+            reads_labels=True, reads_pool=True,
         ),
         Family(
             "Judged", "the fraction of judged documents in the top k",
@@ -543,6 +559,7 @@ FAMILIES: dict[str, Family] = {
             groups=("input", "aggregation", "averaging", "labels", "ordering", "depth"),
             axes_named=("k_beyond_list",), ends="judged",
             names=(_ir("Judged"),),
+            reads_labels=True,
         ),
         Family(
             "Unjudged", "the fraction of unjudged documents in the top k",
@@ -551,6 +568,7 @@ FAMILIES: dict[str, Family] = {
             groups=("input", "aggregation", "averaging", "labels", "ordering", "depth"),
             axes_named=("k_beyond_list",), ends="judged",
             names=(_ir("Unjudged", native=False), _trec("unj", cut=True, default_cutoffs="5,10,20")),
+            reads_labels=True,
         ),
         Family(
             "IPrec", "interpolated precision at a recall level",
@@ -578,6 +596,7 @@ FAMILIES: dict[str, Family] = {
             "(1 / R) sum over retrieved relevant of 1 / log2(2 + non-relevant ranked above)",
             kind="binary", cutoff="none", groups=_BINARY_GROUPS,
             names=(_ir("binG", native=False), _trec("binG")), reach="whole",
+            reads_labels=True,
         ),
         Family(
             "G", "normalised gain (trec_eval's experimental G)",
@@ -586,6 +605,7 @@ FAMILIES: dict[str, Family] = {
             "positive gains",
             kind="graded", cutoff="none", groups=_GRADED_GROUPS, ends="none", bounded=False,
             names=(_ir("G", native=False), _trec("G", gains=True)), reach="whole",
+            gains_read_threshold=True,
         ),
         Family(
             "nDCGRel", "nDCG averaged over the relevant documents",
@@ -594,6 +614,7 @@ FAMILIES: dict[str, Family] = {
             "IDCG@min(i, P)",
             kind="graded", cutoff="none", groups=_GRADED_GROUPS, ends="none", scale_free=True,
             names=(_ir("nDCGRel", native=False), _trec("ndcg_rel", gains=True)), reach="whole",
+            gains_read_threshold=True,
         ),
         Family(
             "RnDCG", "nDCG averaged at the ranks where the ideal gain changes",
@@ -609,6 +630,7 @@ FAMILIES: dict[str, Family] = {
             kind="graded", cutoff="optional", groups=_LABEL_GROUPS, axes_named=("err_max_grade",),
             # under ideal=retrieved its empty queries and refused labels are the whole list's
             ends="label", names=(_ir("ERR"),), reach="whole",
+            reads_labels=True,
         ),
         Family(
             "RBP", "rank-biased precision (Moffat & Zobel 2008)",
@@ -621,6 +643,7 @@ FAMILIES: dict[str, Family] = {
                    # bare 'rbp' reads as trec_eval's (p = 0.9): ranx refuses it (ValueError)
                    _ranx("rbp", ranx_dot="p")),
             reach="whole",
+            reads_labels=True,
         ),
         Family(
             "RBPResid", "the residual of rank-biased precision",
@@ -632,6 +655,7 @@ FAMILIES: dict[str, Family] = {
             names=(_ir("RBPResid", native=False, defaults=(("p", 0.8),)),
                    _trec("rbp_resid", pairs=True, defaults=(("p", 0.9),))),
             reach="whole",
+            reads_labels=True,
         ),
         Family(
             "SDCG", "scaled DCG: DCG@k over the DCG of k fully relevant documents (C/W/L)",
@@ -639,18 +663,21 @@ FAMILIES: dict[str, Family] = {
             "g = (clip(label, min_rel, max_rel) - min_rel) / (max_rel - min_rel)",
             kind="graded", cutoff="required", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=_CWL, ends="label", names=(_ir("SDCG"),),
+            reads_labels=True,
         ),
         Family(
             "NERR8", "not (but nearly) ERR, equation 8 of Azzopardi et al. 2021 (C/W/L)",
             "C/W/L with continuation C_i = 1 - g_i for i < k, 0 from k on (g as in SDCG)",
             kind="graded", cutoff="required", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=_CWL, ends="none", names=(_ir("NERR8"),),
+            reads_labels=True,
         ),
         Family(
             "NERR9", "not (but nearly) ERR, equation 9 of Azzopardi et al. 2021 (C/W/L)",
             "C/W/L with continuation C_i = i / (i + 1) (1 - g_i) for i < k, 0 from k on",
             kind="graded", cutoff="required", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=_CWL, ends="none", names=(_ir("NERR9"),),
+            reads_labels=True,
         ),
         Family(
             "NERR10", "not (but nearly) ERR, equation 10 of Azzopardi et al. 2021 (C/W/L)",
@@ -659,12 +686,14 @@ FAMILIES: dict[str, Family] = {
             parameters=(Param(_P.name, _P.meaning, default=0.9, low=0.0, high=1.0,
                               open_low=True, open_high=True),) + _CWL,
             ends="none", names=(_ir("NERR10"),), reach="whole",
+            reads_labels=True,
         ),
         Family(
             "NERR11", "not (but nearly) ERR, equation 11 of Azzopardi et al. 2021 (C/W/L)",
             "C/W/L with continuation C_i = ((i + 2T - 1) / (i + 2T))^2 (1 - g_i)",
             kind="graded", cutoff="none", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=(_T_GAIN,) + _CWL, ends="none", names=(_ir("NERR11"),), reach="whole",
+            reads_labels=True,
         ),
         Family(
             "INST", "INST (Moffat et al. 2015; C/W/L)",
@@ -672,12 +701,14 @@ FAMILIES: dict[str, Family] = {
             "gain in the top i",
             kind="graded", cutoff="none", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=(_T_GAIN,) + _CWL, ends="none", names=(_ir("INST"),), reach="whole",
+            reads_labels=True,
         ),
         Family(
             "INSQ", "INSQ (Moffat et al. 2012; C/W/L)",
             "C/W/L with continuation C_i = ((i + 2T - 1) / (i + 2T))^2",
             kind="graded", cutoff="none", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=(_T_GAIN,) + _CWL, ends="label", names=(_ir("INSQ"),), reach="whole",
+            reads_labels=True,
         ),
         Family(
             "BPM", "the static Bejeweled Player Model (Zhang et al. 2017; C/W/L)",
@@ -685,6 +716,7 @@ FAMILIES: dict[str, Family] = {
             "else 0",
             kind="graded", cutoff="required", groups=_LABEL_GROUPS, axes_named=("weights_horizon",),
             parameters=(_T_GAIN,) + _CWL, ends="none", names=(_ir("BPM"),),
+            reads_labels=True,
         ),
         Family(
             "FallOut", "fall-out: the fraction of the non-relevant documents in the top k",
@@ -692,6 +724,7 @@ FAMILIES: dict[str, Family] = {
             "(under ideal=judged: judged non-relevant and unjudged retrieved ones)",
             kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
             names=(_ir("FallOut", native=False),), reach="whole",  # N: the whole list's
+            reads_labels=True,
         ),
         Family(
             "AUROC", "area under the ROC curve of the top k",
@@ -699,6 +732,7 @@ FAMILIES: dict[str, Family] = {
             "0 when the top k holds only one of the two",
             kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
             names=(_ir("AUROC", native=False),),
+            reads_labels=True,
         ),
         Family(
             "RecallAtPrecision", "the highest recall at a cutoff whose precision reaches a minimum",

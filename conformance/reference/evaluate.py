@@ -19,7 +19,7 @@ from conformance.io.data import Qrels, Run
 from conformance.measures import Measure
 from conformance.parallel import each, query_halves, query_pieces
 from conformance.reference.context import Context, JudgedIdeal
-from conformance.reference.formulas import CURVES, FORMULAS, RATIO_PARTS, READS_LABELS, READS_POOL
+from conformance.reference.formulas import CURVES, FORMULAS, RATIO_PARTS
 from conformance.reference.prepare import Prepared, scored_queries, transform_labels
 from conformance.reference import tiecheck
 from conformance.reference.ranking import exponential_shift, gains, rank
@@ -257,9 +257,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
-    keep_labels = bool(traced) or any(m.family in READS_LABELS for m in measures)
+    keep_labels = bool(traced) or any(m.record.reads_labels for m in measures)
     pooled = None
-    if any(m.family in READS_POOL for m in measures):
+    if any(m.record.reads_pool for m in measures):
         # judged with a negative label: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
         raw = sel(prep.run_label)
         with np.errstate(invalid="ignore"):

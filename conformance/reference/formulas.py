@@ -590,14 +590,3 @@ FORMULAS = {
 
 # Families whose aggregate is computed from the whole evaluation (Family.aggregate "curve")
 CURVES = {"RecallAtPrecision": recall_at_precision_curve}
-
-# Families that read each row's label (Ranked.label) and, for infAP, the pool (Ranked.pooled)
-# (AUROC and binG take expected values over tie groups, whose refusal of a depth cut reads the
-# labels: without them every cut group was refused, and a measure's value depended on which
-# other measures were evaluated with it)
-READS_LABELS = frozenset({"NumNonRelJudgedRet", "Bpref", "infAP", "Judged", "Unjudged", "ERR",
-                          "RBP", "RBPResid", "FallOut", "AUROC", "binG", *_CWL})
-READS_POOL = frozenset({"infAP"})
-# The graded families that read the relevance threshold only through their gains
-# (threshold_scope=graded), never through R
-GAINS_READ_THRESHOLD = frozenset({"nDCG", "DCG", "G", "nDCGRel"})

@@ -22,7 +22,6 @@ from conformance.conventions import AXES, Conventions
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference.context import Context, JudgedIdeal
-from conformance.reference.formulas import GAINS_READ_THRESHOLD
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segments
 
@@ -496,7 +495,7 @@ class _Engine:
         (``threshold_scope=graded``, or ``gain=binary``, whose gain is relevance); their refusals
         (``require_fixed_gains``) read gains too. (RnDCG also reads R: it is 0 without a relevant
         document, as in trec_eval.)"""
-        return (m.family in GAINS_READ_THRESHOLD and conv.threshold_scope == "binary"
+        return (m.record.gains_read_threshold and conv.threshold_scope == "binary"
                 and conv.gain != "binary")
 
     def gain_threshold(self, m: Measure, conv: Conventions):
@@ -507,7 +506,7 @@ class _Engine:
         thr = conv.relevance_threshold
         if self._threshold_idle(m, conv):
             return None
-        if (m.family in GAINS_READ_THRESHOLD and thr < 1 and conv.gain in ("linear", "exponential")):
+        if (m.record.gains_read_threshold and thr < 1 and conv.gain in ("linear", "exponential")):
             lv = (conv.label_type, conv.negative_labels)
             key = ("below", lv, thr)
             if key not in self._short:

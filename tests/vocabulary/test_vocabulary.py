@@ -11,7 +11,10 @@ import dataclasses
 from pathlib import Path
 
 from conformance.conventions import AXES, EXPLORER_AXES, GROUPS, Conventions, readme_table
+from conformance.errors import EvaluationError
+from conformance.io.data import Qrels, Run
 from conformance.measures import FAMILIES, SYNTAXES, Measure, families_reading, parse_measure
+from conformance.reference.evaluate import evaluate
 from conformance.reference.formulas import CURVES, FORMULAS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +63,68 @@ def test_family_records_are_complete():
         assert f.formula and f.meaning
         for n in f.names:
             assert n.syntax in SYNTAXES, (f.name, n.text)
+
+
+def test_row_data_flags_are_the_families_that_read_it():
+    # The sets the reference kept beside the formulas before they became record fields,
+    # written out: a family gains or loses a flag here on purpose, never by accident.
+    reads_labels = {"NumNonRelJudgedRet", "Bpref", "infAP", "Judged", "Unjudged", "ERR", "RBP",
+                    "RBPResid", "FallOut", "AUROC", "binG", "SDCG", "INSQ", "NERR8", "NERR9",
+                    "NERR10", "NERR11", "INST", "BPM"}
+    assert {f.name for f in FAMILIES.values() if f.reads_labels} == reads_labels
+    assert {f.name for f in FAMILIES.values() if f.reads_pool} == {"infAP"}
+    assert ({f.name for f in FAMILIES.values() if f.gains_read_threshold}
+            == {"nDCG", "DCG", "G", "nDCGRel"})
+    # a family reading the threshold only through its gains is graded
+    assert all(f.kind == "graded" for f in FAMILIES.values() if f.gains_read_threshold)
+
+
+def _measure_of(f) -> Measure:
+    """``f``'s measure at cutoff 2 where it takes one, each parameter without a default at its
+    example value."""
+    given = [f"{p.name}={p.example}" for p in f.parameters if p.default is None]
+    return parse_measure(f.name + (f"({','.join(given)})" if given else "")
+                         + ("@2" if f.takes_cutoff else ""))
+
+
+def _values(measures: list[Measure], m: Measure, conv: Conventions, qrels: Qrels, run: Run):
+    """``m``'s lower and upper values (NaN written as text, so that equal values compare
+    equal) evaluated with ``measures``, or the refusal's text."""
+    try:
+        r = evaluate(qrels, run, measures, conv)
+    except EvaluationError as exc:
+        return str(exc)
+    return [["nan" if v != v else v for v in a.tolist()] for a in (r.per_query[m], r.upper[m])]
+
+
+def test_a_familys_values_do_not_depend_on_the_row_data_others_read():
+    """A family whose formula reads labels or the pool without its record's flag finds none
+    when evaluated alone: its values (or its refusal) alone must be those it has beside a
+    family that makes the reference keep the labels and one that makes it keep the pool."""
+    qrels = Qrels.from_dict({"q1": {"a": 2, "b": 0, "c": 1, "d": -1, "e": 3, "f": 0},
+                             "q2": {"a": 1, "x": -2, "y": 0}})
+    # unjudged documents (u, v), negatively judged ones (d, x), tie groups: one of equal labels
+    # (b, f) that depth=2 cuts, which AUROC and binG compute only from the labels
+    run = Run.from_dict({"q1": {"a": 3.0, "b": 2.0, "f": 2.0, "u": 1.5, "d": 1.5, "c": 1.0,
+                                "e": 0.5},
+                         "q2": {"y": 1.0, "a": 0.9, "x": 0.5, "v": 0.5}})
+    conventions = [Conventions(), Conventions(ties="average", depth=2),
+                   Conventions(ties="average", negative_labels="keep", threshold_scope="graded",
+                               relevance_threshold=2)]
+    for conv in conventions:
+        # the company: the first flagged family of each kind that computes on this case
+        # (infAP, the one that reads the pool, refuses the tie groups of ties=average)
+        company = []
+        for flag in ("reads_labels", "reads_pool"):
+            flagged = [_measure_of(f) for f in FAMILIES.values() if getattr(f, flag)]
+            computing = [c for c in flagged if not isinstance(_values([c], c, conv, qrels, run), str)]
+            assert computing or (flag == "reads_pool" and conv.ties == "average"), (flag, conv)
+            company += computing[:1]
+        for f in FAMILIES.values():
+            m = _measure_of(f)
+            alone = _values([m], m, conv, qrels, run)
+            beside = _values([m] + [c for c in company if c != m], m, conv, qrels, run)
+            assert alone == beside, (f.name, conv)
 
 
 def test_every_readable_spelling_reads_back_to_its_family():
