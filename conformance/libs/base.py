@@ -109,6 +109,23 @@ FLOAT32_UNIT = 2.0 ** -24
 
 
 @dataclass(frozen=True)
+class FreeValues:
+    """Axis ``axis`` of family ``family``'s measures may be set by the name to one of
+    ``values``, which the call takes as a parameter (``cutoff``: True only with a cutoff, False
+    only without, None either): Recommenders' AP@k is ``map_at_k`` (min(k, R)) or ``map``
+    (R)."""
+
+    family: str
+    axis: str
+    values: frozenset
+    cutoff: bool | None = None
+
+    def applies(self, measure: Measure) -> bool:
+        return (measure.family == self.family
+                and (self.cutoff is None or self.cutoff == (measure.cutoff is not None)))
+
+
+@dataclass(frozen=True)
 class Support:
     """What an entry computes, declared; :meth:`Entry.supports` reads it (no adapter writes a
     ``supports`` of its own). A measure is supported when:
@@ -116,21 +133,30 @@ class Support:
     - ``families``: its family is one of these (None: any family, ``Entry.names`` deciding);
     - ``cutoff``: "required" (only with a cutoff) or "any"; ``needs_cutoff`` / ``no_cutoff``:
       families that must / must not have one; ``cutoffs``: the only cutoffs taken, if any
-      (XGBoost's plain ndcg is ndcg@32);
-    - it has no ``alpha`` (T's parameter; no library takes it), and the library has a name
-      for it (``Entry.names``, e.g. trec_eval's measure strings);
+      (XGBoost's plain ndcg is ndcg@32); ``least_cutoff`` / ``most_cutoff``: the bounds of a
+      cutoff given (Spark's k is a JVM int);
+    - ``parameters``: the family parameters the call takes, at any value; every other
+      parameter of the measure is at its family's default (cornac's FMeasure is F1 with beta
+      1), so a family whose parameter has no default (T's) is computed only by a library that
+      takes it; None: any parameter, ``Entry.names`` deciding;
+    - the library has a name for it (``Entry.names``, e.g. trec_eval's measure strings);
     - ``conventions``: every axis the measure's name sets is already the entry's profile's,
       except ``Entry.free_axes`` (by default ``free_axes``), which the call takes as a
-      parameter (trec_eval's relevance_level), and the threshold is at least
-      ``min_threshold``; ``conventions=False``: the library's own routing decides
-      (ir_measures' providers, through ``Entry.names``)."""
+      parameter (trec_eval's relevance_level), and ``free_values`` (an axis the call takes for
+      one family, at the values it takes), and the threshold is at least ``min_threshold``;
+      ``conventions=False``: the library's own routing decides (ir_measures' providers,
+      through ``Entry.names``)."""
 
     families: frozenset | None = None
     cutoff: str = "any"
     needs_cutoff: frozenset = frozenset()
     no_cutoff: frozenset = frozenset()
     cutoffs: frozenset | None = None
+    least_cutoff: int | None = None
+    most_cutoff: int | None = None
+    parameters: frozenset | None = frozenset()
     free_axes: frozenset = frozenset()
+    free_values: tuple[FreeValues, ...] = ()
     min_threshold: int | None = None
     conventions: bool = True
 
@@ -282,13 +308,27 @@ class Entry:
             return False
         if s.cutoffs is not None and k not in s.cutoffs:
             return False
+        if k is not None and ((s.least_cutoff is not None and k < s.least_cutoff)
+                              or (s.most_cutoff is not None and k > s.most_cutoff)):
+            return False
+        if s.parameters is not None:
+            record = measure.record
+            if any(v != record.parameter(p).default for p, v in measure.params
+                   if p not in s.parameters):
+                return False
         if not self.names(measure):
             return False
         if not s.conventions:
             return True
         own = self.profile(measure)
         conv = measure.conventions(own)
-        if set(conv.differing_axes(own)) - self.free_axes(measure):
+        free = set(self.free_axes(measure))
+        for fv in s.free_values:
+            if fv.applies(measure):
+                if getattr(conv, fv.axis) not in fv.values:
+                    return False
+                free.add(fv.axis)
+        if set(conv.differing_axes(own)) - free:
             return False
         return s.min_threshold is None or conv.relevance_threshold >= s.min_threshold
 

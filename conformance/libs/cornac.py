@@ -69,7 +69,7 @@ import numpy as np
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -141,17 +141,11 @@ class CornacEntry(Entry):
     tolerance = 1e-12
     description = "cornac.metrics ranking classes on what ranking_eval hands them (threshold 1.0)"
 
-    def supports(self, measure: Measure) -> bool:
-        spec = _CLASSES.get(measure.family)
-        if spec is None or measure.alpha is not None:
-            return False
-        if not spec[1] and measure.cutoff is not None:
-            return False  # MRR takes no k
-        if measure.family == "F1" and measure.param("beta") != 1.0:
-            return False  # FMeasure is F1 only
-        conv = measure.conventions(PROFILE)
-        differing = set(conv.differing_axes(PROFILE)) - {"relevance_threshold"}
-        return not differing  # the threshold is ranking_eval's rating_threshold
+    # MRR takes no k; FMeasure takes no beta (F1 only); the threshold is ranking_eval's
+    # rating_threshold
+    support = Support(families=frozenset(_CLASSES),
+                      no_cutoff=frozenset(f for f, (_, k) in _CLASSES.items() if not k),
+                      free_axes=frozenset({"relevance_threshold"}))
 
     def profile(self, measure: Measure) -> Conventions:
         return PROFILE

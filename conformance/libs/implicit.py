@@ -58,7 +58,7 @@ import numpy as np
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -128,12 +128,9 @@ class ImplicitEntry(Entry):
     description = ("implicit.evaluation.ranking_metrics_at_k (ndcg, map, precision) with the run "
                    "as the model")
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.family not in _KEYS or measure.cutoff is None or measure.alpha is not None:
-            return False
-        own = self.profile(measure)
-        conv = measure.conventions(own)
-        return not set(conv.differing_axes(own)) - {"relevance_threshold"}
+    # the threshold is the adapter's: its test row holds the documents whose label reaches it
+    support = Support(families=frozenset(_KEYS), cutoff="required",
+                      free_axes=frozenset({"relevance_threshold"}))
 
     def profile(self, measure: Measure) -> Conventions:
         return MICRO_PROFILE if measure.family == "Rcap" else PROFILE

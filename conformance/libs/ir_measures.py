@@ -287,8 +287,9 @@ class IrMeasuresEntry(Entry):
             return live_provider(measure)
         return declared_provider(measure)
 
-    # the library routes each measure to a provider: supported where one computes it
-    support = Support(conventions=False)
+    # the library routes each measure to a provider: supported where one computes it, with the
+    # parameters it takes
+    support = Support(conventions=False, parameters=None)
 
     def names(self, measure: Measure) -> bool:
         return self._provider(measure) in PROFILES

@@ -82,7 +82,7 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
 from conformance.libs._listwise import ranked_lists
-from conformance.libs.base import Entry, ImportStatus, LibraryValues
+from conformance.libs.base import Entry, ImportStatus, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -128,11 +128,7 @@ class KerasRsEntry(Entry):
         os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is first imported
         return super().import_status()
 
-    def supports(self, measure: Measure) -> bool:
-        if measure.family not in _CLASSES or measure.alpha is not None:
-            return False
-        conv = measure.conventions(PROFILE)
-        return not conv.differing_axes(PROFILE)  # the threshold is the library's y >= 1
+    support = Support(families=frozenset(_CLASSES))  # the threshold is the library's y >= 1
 
     def profile(self, measure: Measure) -> Conventions:
         return PROFILE

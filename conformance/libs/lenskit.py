@@ -83,7 +83,7 @@ from __future__ import annotations
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -216,26 +216,12 @@ class LenskitEntry(Entry):
         self.graded = graded  # NDCG(gain="rating")
         self._profile = (OFFSET_PROFILE if offset else GRADED_PROFILE if graded else PROFILE)
 
-    def supports(self, measure: Measure) -> bool:
-        f, k = measure.family, measure.cutoff
-        if measure.alpha is not None:
-            return False
+    @property
+    def support(self) -> Support:
+        # Recall(n) is capped: Rcap@k, not R@k; RBP(patience=p)
         families = ("nDCG", "DCG") if (self.offset or self.graded) else ("nDCG", "DCG") + _BINARY
-        if f not in families:
-            return False
-        if f == "RBP":
-            p = measure.param("p")
-            if p is None or not 0.0 < float(p) < 1.0:
-                return False
-        elif measure.params:
-            return False
-        if f == "R" and k is not None:
-            return False  # Recall(n) is capped: Rcap@k
-        if k is not None and k < 1:
-            return False
-        own = self.profile(measure)
-        conv = measure.conventions(own)
-        return not set(conv.differing_axes(own)) - {"relevance_threshold"}
+        return Support(families=frozenset(families), no_cutoff=frozenset({"R"}), least_cutoff=1,
+                       parameters=frozenset({"p"}), free_axes=frozenset({"relevance_threshold"}))
 
     def profile(self, measure: Measure) -> Conventions:
         return self._profile

@@ -187,13 +187,11 @@ class RanxEntry(Entry):
         self._profile = profile
 
     # the threshold is the metric's rel_lvl (at least 1); a graded measure's gain is its name
-    # (ndcg_burges)
-    support = Support(free_axes=frozenset({"relevance_threshold"}), min_threshold=1)
+    # (ndcg_burges); ranx's metrics take no parameter but rbp's p (F1 has no beta)
+    support = Support(free_axes=frozenset({"relevance_threshold"}), min_threshold=1,
+                      parameters=frozenset({"p"}))
 
     def names(self, measure: Measure) -> bool:
-        f = measure.record
-        if any(v != f.parameter(k).default for k, v in measure.params if k != "p"):
-            return False  # ranx's metrics take no parameter but rbp's p (F1 has no beta)
         if measure.family == "RBP" and _rbp_digits(measure.param("p")) is None:
             return False
         return _name(measure, measure.conventions(self.profile(measure))) is not None

@@ -93,7 +93,7 @@ from __future__ import annotations
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, FreeValues, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -175,26 +175,17 @@ class RecommendersEntry(Entry):
         self._ndcg = NDCG_PROFILE.replace(gain={"binary": "binary", "raw": "linear",
                                                 "exp": "exponential"}[score_type])
 
-    def supports(self, measure: Measure) -> bool:
-        f, k = measure.family, measure.cutoff
-        if measure.alpha is not None or measure.params:
-            return False
-        if self.score_type != "binary" and f != "nDCG":
-            return False  # score_type changes ndcg_at_k only: the others are "recommenders"'
-        if f not in ("nDCG", "P", "R", "AP", "Rprec"):
-            return False
-        if f == "P" and k is None:
-            return False  # precision_at_k divides by k: no set precision
-        if k is not None and k < 1:
-            return False
-        own = self.profile(measure)
-        conv = measure.conventions(own)
-        free = {"relevance_threshold"}
-        if f == "AP" and k is not None:
-            free.add("ap_denominator")  # map_at_k or map
-            if conv.ap_denominator not in ("min_k_relevant", "relevant"):
-                return False
-        return not set(conv.differing_axes(own)) - free
+    @property
+    def support(self) -> Support:
+        # score_type changes ndcg_at_k only: the others are "recommenders"'; precision_at_k
+        # divides by k (no set precision); AP@k is map_at_k (min(k, R)) or map (R)
+        return Support(
+            families=frozenset({"nDCG", "P", "R", "AP", "Rprec"} if self.score_type == "binary"
+                               else {"nDCG"}),
+            needs_cutoff=frozenset({"P"}), least_cutoff=1,
+            free_axes=frozenset({"relevance_threshold"}),
+            free_values=(FreeValues("AP", "ap_denominator",
+                                    frozenset({"min_k_relevant", "relevant"}), cutoff=True),))
 
     def profile(self, measure: Measure) -> Conventions:
         if measure.family == "nDCG":

@@ -92,7 +92,7 @@ import os
 
 from conformance.conventions import Conventions
 from conformance.io.data import Qrels, Run
-from conformance.libs.base import Entry, LibraryValues
+from conformance.libs.base import Entry, LibraryValues, Support
 from conformance.measures import Measure
 
 PROFILE = Conventions(
@@ -206,14 +206,11 @@ class SparkEntry(Entry):
         self.every_judged = every_judged
         self._profile = profile
 
-    def supports(self, measure: Measure) -> bool:
-        key = (measure.family, measure.cutoff is not None)
-        if key not in _CALLS or measure.alpha is not None or measure.params:
-            return False
-        if measure.cutoff is not None and not 1 <= measure.cutoff <= MAX_K:
-            return False
-        own = self.profile(measure)
-        return measure.conventions(own) == own
+    # the calls of _CALLS, a cutoff of a JVM int; no axis is a parameter of a call
+    support = Support(families=frozenset(f for f, _ in _CALLS),
+                      needs_cutoff=frozenset(f for f, k in _CALLS if (f, not k) not in _CALLS),
+                      no_cutoff=frozenset(f for f, k in _CALLS if not k and (f, True) not in _CALLS),
+                      least_cutoff=1, most_cutoff=MAX_K)
 
     def profile(self, measure: Measure) -> Conventions:
         return _family_profile(self._profile, measure)

@@ -198,7 +198,8 @@ class TorchmetricsEntry(Entry):
     @property
     def support(self) -> Support:
         return Support(families=frozenset(self.families), no_cutoff=frozenset({"AUROC"}),
-                       free_axes=frozenset({"relevance_threshold"}), min_threshold=1)
+                       free_axes=frozenset({"relevance_threshold"}), min_threshold=1,
+                       parameters=frozenset({"min_precision"}))
 
     def free_axes(self, measure: Measure) -> frozenset:
         # the threshold is the adapter's binarisation of the labels; nDCG reads them graded

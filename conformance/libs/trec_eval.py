@@ -123,7 +123,7 @@ from conformance.io.data import Qrels, Run
 from conformance.libs import _pytrec_eval
 from conformance.libs._nested import duplicate_pair, qrels_dict, run_dict
 from conformance.libs.base import Entry, LibraryValues, Support, error_text
-from conformance.measures import Measure
+from conformance.measures import FAMILIES, Measure
 
 # The binding is trec_eval 9's C code, so its profile is the trec_eval command line's
 # (conventions.TREC_EVAL: every value there is seen in this code, and confirmed live by the tests)
@@ -220,15 +220,17 @@ class TrecEvalEntry(Entry):
 
     # only the threshold is a parameter of the call (relevance_level, at least 1); any other
     # axis a name fixes must already be trec_eval's (ndcg with custom gains would abort the
-    # process) or be fixed by the measure string itself (gm_map: the geometric mean)
-    support = Support(free_axes=frozenset({"relevance_threshold"}), min_threshold=1)
+    # process) or be fixed by the measure string itself (gm_map: the geometric mean). The
+    # family parameters taken are those its measure strings carry (set_F.beta, Rprec_mult.x,
+    # ...), but utility's coefficients, which come back as 0.0 (see the module docstring)
+    support = Support(free_axes=frozenset({"relevance_threshold"}), min_threshold=1,
+                      parameters=frozenset(n.each or n.whole for f in FAMILIES.values()
+                                           for n in f.names if n.syntax == "trec_eval"
+                                           and (n.each or n.whole)) - {"coefficients"})
 
     def names(self, measure: Measure) -> bool:
         name = measure.record.name_in("trec_eval", measure.cutoff, measure.overrides)
-        if name is None or name.text not in supported_measures():
-            return False
-        # utility's coefficients come back as 0.0 (see the module docstring)
-        return measure.family != "Utility" or measure.params == Measure("Utility").params
+        return name is not None and name.text in supported_measures()
 
     def free_axes(self, measure: Measure) -> frozenset:
         name = measure.record.name_in("trec_eval", measure.cutoff, measure.overrides)

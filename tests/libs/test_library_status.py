@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conformance import libs as L
-from conformance.libs.base import ImportStatus, install_command
+from conformance.libs.base import Entry, ImportStatus, Support, install_command
 from conformance.runner import isolate, statuses
 from fake_libraries import FAKE_MODULES, FakeEntry, fakes as _fakes
 
@@ -237,3 +237,11 @@ def test_adapters_import_without_their_libraries():
         """), json.dumps(libraries)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+def test_every_entry_declares_what_it_computes():
+    """Support is data: every entry's ``support`` is a Support record, and no adapter writes a
+    ``supports`` of its own (Entry's reads the record)."""
+    for e in L.all_entries():
+        assert isinstance(e.support, Support), e.name
+        assert type(e).supports is Entry.supports, f"{e.name} overrides supports()"
