@@ -87,7 +87,7 @@ def computes(name: str, measure: Measure | str) -> bool:
         return True
     m = _measure(measure)
     e = _entry_or_raise(name)
-    return e.supports(m) or e.supports(Measure(m.family, m.cutoff, (), m.alpha, params=m.params))
+    return e.supports(m) or e.supports(Measure(m.family, m.cutoff, (), params=m.params))
 
 
 def computed(name: str) -> list[Measure]:
@@ -102,11 +102,10 @@ def computed(name: str) -> list[Measure]:
     out = []
     for fam, rec in FAMILIES.items():
         needed = {p.name: p.parse(p.example, fam) for p in rec.parameters if p.default is None}
-        alpha = needed.pop("alpha", None)  # T's alpha is the Measure's own field
         for k in ((10, None, 1, 5, 20, 32, 100, 1000) if rec.takes_cutoff else (None,)):
             if rec.needs_cutoff and k is None:
                 continue
-            m = Measure(fam, k, (), alpha, params=tuple(needed.items()))
+            m = Measure(fam, k, (), params=tuple(needed.items()))
             if computes(name, m):
                 out.append(m)
                 break

@@ -102,7 +102,7 @@ class CaseTable:
             if max(space.values["relevance_threshold"]) > max(dom):
                 self.cap = max(dom)
                 fixed = Measure(m.family, m.cutoff, m.overrides + (("relevance_threshold", self.cap + 1),),
-                                m.alpha, params=m.params)
+                                params=m.params)
                 self.above = _Lookup(Sweep(self.prep, [fixed]).grids[fixed], space)
         self.refuses: dict[str, bool] = {}
         for axis in RAISE_EQUALS:

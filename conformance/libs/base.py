@@ -298,8 +298,6 @@ class Entry:
         """Whether the entry computes ``measure``, as its ``support`` declares."""
         s = self.support
         family, k = measure.family, measure.cutoff
-        if measure.alpha is not None:
-            return False
         if s.families is not None and family not in s.families:
             return False
         if k is None and (s.cutoff == "required" or family in s.needs_cutoff):

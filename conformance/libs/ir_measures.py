@@ -179,7 +179,7 @@ def measure_text(m: Measure) -> str | None:
     overrides = dict(m.overrides)
     rel = overrides.pop("relevance_threshold", None)
     gain = overrides.pop("gain", None)
-    if overrides or m.alpha is not None:
+    if overrides:
         return None  # no other axis is a parameter of an ir_measures measure
     name = m.record.name_in("ir_measures", k)  # the family records' ir_measures spelling
     if name is None:

@@ -185,7 +185,7 @@ class Family:
     ``conformance.reference.formulas.CURVES``). ``bounded``: every value lies in [0, 1] (a reported number above 1 is then
     a percentage). ``groups``: the axis groups it reads (``conventions.GROUPS``);
     ``axes_named``: axes of the group "named" that it reads. ``parameters``: the measure
-    parameters besides the cutoff (:class:`Param`; T's ``alpha``); ``at``: the parameter that
+    parameters besides the cutoff (:class:`Param`; RBP's ``p``); ``at``: the parameter that
     ``NAME@x`` sets instead of the cutoff (ir_measures' ``IPrec@0.5``: the recall level).
     ``reach``: how far down each list the family reads: "cutoff" (the top k, the whole list
     without a cutoff), "twice_cutoff" (the top 2k) or "whole" (every document whatever the

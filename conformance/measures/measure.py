@@ -19,17 +19,15 @@ class Measure:
     ``overrides`` are the axes the name itself fixes, whatever the profile says: ir_measures'
     ``rel=2`` and ranx's ``-l2`` fix ``relevance_threshold``; ``dcg='exp-log2'`` and ranx's
     ``ndcg_burges`` fix ``gain``; trec_eval's ``ndcg.1=3,2=9`` fixes a custom gain map.
-    ``alpha`` is T's parameter; ``params`` the values of the family's other parameters
-    (:class:`Param`), in the family's order, each one given: a parameter left out takes its
-    default, and a parameter without a default must be given (``RBP`` needs ``p``). ``text`` is
-    the name as the user wrote it; it does not take part in equality, so ``ndcg_cut_10`` and
-    ``nDCG@10`` are the same measure.
+    ``params`` the values of the family's parameters (:class:`Param`), in the family's order,
+    each one given: a parameter left out takes its default, and a parameter without a default
+    must be given (``RBP`` needs ``p``). ``text`` is the name as the user wrote it; it does
+    not take part in equality, so ``ndcg_cut_10`` and ``nDCG@10`` are the same measure.
     """
 
     family: str
     cutoff: int | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
-    alpha: float | None = None
     text: str = field(default="", compare=False)
     params: tuple[tuple[str, Any], ...] = ()
 
@@ -38,13 +36,11 @@ class Measure:
             raise MeasureError(f"unknown measure family {self.family!r}")
         f = FAMILIES[self.family]
         given = dict(self.params)
-        unknown = [k for k in given if f.parameter(k) is None or k == "alpha"]
+        unknown = [k for k in given if f.parameter(k) is None]
         if unknown:
             raise MeasureError(f"{self.family} has no parameter {unknown[0]!r}")
         full = []
         for p in f.parameters:
-            if p.name == "alpha":
-                continue
             value = given.get(p.name, p.default)
             if value is None:
                 raise MeasureError(
@@ -65,9 +61,7 @@ class Measure:
         return FAMILIES[self.family]
 
     def param(self, name: str) -> Any:
-        """The value of parameter ``name`` (``alpha`` included)."""
-        if name == "alpha":
-            return self.alpha
+        """The value of parameter ``name``."""
         return dict(self.params)[name]
 
     @property
@@ -80,7 +74,7 @@ class Measure:
         def item(k: str, text: str) -> str:
             return f"{k}='{text}'" if "," in text else f"{k}={text}"
 
-        params = [f"alpha={self.alpha!r}"] if self.alpha is not None else []
+        params = []
         at = ""
         for k, v in self.params:
             if k == f.at:

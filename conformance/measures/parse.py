@@ -9,7 +9,6 @@ expected and the nearest known names.
 
 from __future__ import annotations
 
-import math as _math
 import re as _re
 from typing import Any
 
@@ -20,7 +19,7 @@ from conformance.measures.families import FAMILIES, MeasureError, _INT, _unquote
 from conformance.measures.measure import Measure
 from conformance.measures.names import _NAMES, _REL_FAMILIES, _UNSUPPORTED, KNOWN_NAMES, _Name
 # Parameters accepted in parentheses besides the axis names of conventions.AXES.
-_PARAMS = ("rel", "dcg", "gains", "alpha", "cutoff")
+_PARAMS = ("rel", "dcg", "gains", "cutoff")
 
 _HEAD = _re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]*")
 
@@ -147,7 +146,6 @@ class _Builder:
     def __init__(self, measure: str, family: str) -> None:
         self.measure, self.family = measure, family
         self.cutoff: int | None = None
-        self.alpha: float | None = None
         self.overrides: dict[str, Any] = {}
         self.params: dict[str, Any] = {}
 
@@ -203,16 +201,6 @@ class _Builder:
             if "gain" not in FAMILIES[fam].axes:
                 raise MeasureError(f"measure {m!r}: gains= applies to nDCG and DCG only")
             self.override("gain", _gains_dict(value, m), "gains=")
-        elif key == "alpha":
-            if fam != "T":
-                raise MeasureError(f"measure {m!r}: alpha= is T's parameter; {fam} takes none")
-            try:
-                a = float(value)
-            except ValueError:
-                a = float("nan")
-            if not (_math.isfinite(a) and 0.0 <= a <= 1.0):
-                raise MeasureError(f"measure {m!r}: alpha must be a number from 0 to 1, got {value!r}")
-            self.alpha = a
         elif key == "cutoff":
             self.set_cutoff(_cutoff(value, m))
         elif key == "relative" and fam in ("P", "RelP"):
@@ -256,17 +244,15 @@ class _Builder:
             raise MeasureError(
                 f"measure {m!r}: {spec.bare_error or fam + ' needs a cutoff, such as ' + fam + '@10'}"
             )
-        if fam == "T" and self.alpha is None:
-            raise MeasureError(f"measure {m!r}: T needs alpha, such as T(alpha=0.5)@10")
         params = {**dict(spec.defaults if spec.family == fam else ()), **self.params}
         for p in FAMILIES[fam].parameters:
-            if p.name != "alpha" and p.default is None and p.name not in params:
+            if p.default is None and p.name not in params:
                 form = (f"{fam}@{p.example}" if FAMILIES[fam].at == p.name
                         else f"{fam}({p.name}={p.example})")
                 raise MeasureError(f"measure {m!r}: {fam} needs {p.name} ({p.meaning}), such as {form}")
         order = list(_AXES)
         overrides = tuple(sorted(self.overrides.items(), key=lambda kv: order.index(kv[0])))
-        return Measure(fam, self.cutoff, overrides, self.alpha, text, tuple(params.items()))
+        return Measure(fam, self.cutoff, overrides, text, tuple(params.items()))
 
 
 def _parse_one(text: str) -> list[Measure]:
@@ -475,7 +461,7 @@ def _group_items(text: str) -> list[str]:
 def parse_measures(text: str | list[str] | tuple[str, ...]) -> list[Measure]:
     """Read a comma-separated list of measure names, in any mix of three syntaxes.
 
-    - ir_measures: ``nDCG@10``, ``P(rel=2)@5``, ``nDCG(dcg='exp-log2')@10``, ``T(alpha=0.5)@10``,
+    - ir_measures: ``nDCG@10``, ``P(rel=2)@5``, ``nDCG(dcg='exp-log2')@10``, ``RBP(p=0.8)``,
       and any convention axis as a parameter: ``nDCG(gain=exponential,discount=jarvelin)@10``
       (quote values that hold commas: ``nDCG(gain='0:0,1:1,2:3')``).
     - trec_eval: ``ndcg_cut_10``, ``ndcg_cut.10``, ``P_5``, ``map``, ``recip_rank``,
@@ -515,8 +501,8 @@ def parse_measures(text: str | list[str] | tuple[str, ...]) -> list[Measure]:
       ignores the 10.
     - ``judged_only=``: no convention drops unjudged documents from a ranking.
     - ``duplicates=`` inside a name: it is settled once when the run is read.
-    - ``T`` without ``alpha``, and any parameter without a default left out (``IPrec`` needs its
-      level, ``RBP`` its p, the C/W/L measures ``max_rel``).
+    - a parameter without a default left out (``IPrec`` needs its level, ``RBP`` its p, ``T``
+      its weight of a non-relevant document, the C/W/L measures ``max_rel``).
     - ``rel=`` on nDCG/DCG (ir_measures has none; write the two axes explicitly).
     - a cutoff that is not a positive integer.
     - the names of measures that need more than a run and qrels (diversity measures, trec_eval's

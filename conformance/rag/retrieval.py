@@ -65,7 +65,7 @@ _ORDER = ("P", "R", "Success", "nDCG", "F1", "Fe", "T", "RR", "AP")
 
 def _sorted_by_family(measures: list[Measure], ks: Sequence[int]) -> list[Measure]:
     def key(m: Measure):
-        return (_ORDER.index(m.family), m.cutoff or 0, m.alpha or 0.0)
+        return (_ORDER.index(m.family), m.cutoff or 0, m.params)  # T by its parameter
 
     return sorted(measures, key=key)
 

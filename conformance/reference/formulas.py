@@ -295,7 +295,7 @@ def t_measure(ctx: Context, m: Measure) -> Result:
     """T(alpha)@K = ((1 - alpha) n_p - alpha n_n) / K, n_p relevant and n_n non-relevant
     (unjudged included) in the top K; K is min(K, n) under ``k_beyond_list=min_k_n``; 0 when
     nothing is retrieved under ``min_k_n``. Empty when R = 0."""
-    alpha = 0.5 if m.alpha is None else m.alpha
+    alpha = m.param("alpha")
     npos = ctx.relevant_in_top(m.cutoff)
     nneg = ctx.ranked.cut(m.cutoff) - npos
     return _safe_div((1 - alpha) * npos - alpha * nneg, ctx.list_denominator(m.cutoff)), ctx.R == 0

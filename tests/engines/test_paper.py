@@ -381,11 +381,9 @@ def test_the_sweep_reads_every_swept_axis_of_a_family():
     from conformance.measures import FAMILIES, Measure
 
     for f in FAMILIES.values():
-        given = {"multiple": 0.5, "recall": 0.5, "p": 0.8, "max_rel": 2}
-        params = tuple((p.name, given[p.name]) for p in f.parameters
-                       if p.default is None and p.name != "alpha")
-        m = Measure(f.name, 5 if f.takes_cutoff else None, (),
-                    0.5 if f.parameter("alpha") is not None else None, params=params)
+        given = {"multiple": 0.5, "recall": 0.5, "p": 0.8, "max_rel": 2, "alpha": 0.5}
+        params = tuple((p.name, given[p.name]) for p in f.parameters if p.default is None)
+        m = Measure(f.name, 5 if f.takes_cutoff else None, (), params=params)
         assert reads(m) == {a for a in f.axes if a in SWEPT_VALUES or AXES[a].swept is None}
 
 

@@ -125,9 +125,9 @@ PARAMS = {"multiple": 0.6, "recall": 0.5, "p": 0.8, "max_rel": 4}
 
 
 def measure(family, k=None, alpha=0.3):
-    params = tuple((p.name, PARAMS[p.name]) for p in FAMILIES[family].parameters
-                   if p.default is None and p.name != "alpha")
-    return Measure(family, k, (), alpha if family == "T" else None, params=params)
+    params = tuple((p.name, alpha if p.name == "alpha" else PARAMS[p.name])
+                   for p in FAMILIES[family].parameters if p.default is None)
+    return Measure(family, k, (), params=params)
 
 
 def measures_for(family, ks=(1, 2, 3, 5, 8)):

@@ -35,7 +35,8 @@ RAISES = "raises"
 
 
 def M(family, cutoff=None, alpha=None, params=(), **overrides):
-    return Measure(family, cutoff, tuple(overrides.items()), alpha, params=tuple(params))
+    given = ((("alpha", alpha),) if alpha is not None else ()) + tuple(params)  # T's alpha
+    return Measure(family, cutoff, tuple(overrides.items()), params=given)
 
 
 def evaluate_rows(qrels_rows, run_rows, measures, conventions=Conventions()):
@@ -514,7 +515,7 @@ def test_each_value_is_also_accepted_by_measure_overrides():
         for value, expected in case.expected.items():
             if expected == RAISES:
                 continue
-            measures = [Measure(m.family, m.cutoff, m.overrides + ((axis, value),), m.alpha,
+            measures = [Measure(m.family, m.cutoff, m.overrides + ((axis, value),),
                                 params=m.params)
                         for m in case.measures]
             ev = evaluate_rows(case.qrels, case.run, measures, Conventions().replace(**case.base))

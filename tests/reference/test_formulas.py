@@ -47,7 +47,8 @@ DCG_Q1 = 1 / log2(2) + 0 + 2 / log2(4) + 0 + 1 / log2(6)
 
 
 def M(family, cutoff=None, alpha=None, params=(), **overrides):
-    return Measure(family, cutoff, tuple(overrides.items()), alpha, params=tuple(params))
+    given = ((("alpha", alpha),) if alpha is not None else ()) + tuple(params)  # T's alpha
+    return Measure(family, cutoff, tuple(overrides.items()), params=given)
 
 
 EPS = 0.00001  # trec_eval's INFAP_EPSILON
@@ -511,10 +512,9 @@ def test_no_scored_query_gives_empty_per_query_arrays(family):
     # query_set=run nothing is scored; a mean is NaN (no query counts), a sum is 0
     qrels = [("q1", "a", 1)]
     run = [("q2", "b", 1.0)]
-    params = [(p.name, {"multiple": 0.5, "recall": 0.5, "p": 0.8, "max_rel": 2}[p.name])
-              for p in FAMILIES[family].parameters if p.default is None and p.name != "alpha"]
-    m = Measure(family, 2 if FAMILIES[family].needs_cutoff else None, (),
-                0.5 if family == "T" else None, params=tuple(params))
+    params = [(p.name, {"multiple": 0.5, "recall": 0.5, "p": 0.8, "max_rel": 2, "alpha": 0.5}[p.name])
+              for p in FAMILIES[family].parameters if p.default is None]
+    m = Measure(family, 2 if FAMILIES[family].needs_cutoff else None, (), params=tuple(params))
     axes = {"weights_horizon": 10} if family in ("NERR10", "NERR11", "INST", "INSQ") else {}
     ev = evaluate_rows(qrels, run, [m], Conventions(**axes))
     assert ev.qids.tolist() == []

@@ -123,8 +123,7 @@ def measure_for(name: str) -> Measure | None:
 
 
 def vars_of(m: Measure) -> dict:
-    return {"family": m.family, "cutoff": m.cutoff, "overrides": m.overrides, "alpha": m.alpha,
-            "params": m.params}
+    return {"family": m.family, "cutoff": m.cutoff, "overrides": m.overrides, "params": m.params}
 
 
 def pytrec_eval_request(name: str) -> str | None:

@@ -23,7 +23,9 @@ EXP = (("gain", "exponential"),)
 
 
 def M(family, cutoff=None, overrides=(), alpha=None, params=()):
-    return Measure(family, cutoff, tuple(overrides), alpha, params=tuple(params))
+    """A measure; ``alpha``: T's parameter, the first of its params."""
+    given = ((("alpha", alpha),) if alpha is not None else ()) + tuple(params)
+    return Measure(family, cutoff, tuple(overrides), params=given)
 
 
 # --- the three syntaxes -------------------------------------------------------------------
@@ -143,8 +145,8 @@ RANX_NAMES = [
 def test_name_reads_as(text, expected):
     m = parse_measure(text)
     assert m == expected
-    assert (m.family, m.cutoff, m.overrides, m.alpha) == (
-        expected.family, expected.cutoff, expected.overrides, expected.alpha
+    assert (m.family, m.cutoff, m.overrides, m.params) == (
+        expected.family, expected.cutoff, expected.overrides, expected.params
     )
     assert m.text == text.strip()  # the user's spelling, for output keys
 
@@ -326,9 +328,10 @@ def test_parse_measure_refuses_an_item_naming_several():
         ("MeanP", "MeanP needs a cutoff, such as MeanP@10"),
         ("T(alpha=0.5)", "T needs alpha and a cutoff"),
         ("T@10", "T needs alpha"),
-        ("T(alpha=1.5)@10", "alpha must be a number from 0 to 1"),
-        ("T(alpha=x)@10", "alpha must be a number from 0 to 1"),
-        ("AP(alpha=0.5)", "alpha= is T's parameter"),
+        ("T(alpha=1.5)@10", "alpha must be a number in [0.0, 1.0], got 1.5"),
+        ("T(alpha=x)@10", "alpha must be a number in [0.0, 1.0], got 'x'"),
+        ("T(alpha=0.2,alpha=0.3)@10", "alpha given twice (0.2 and 0.3)"),
+        ("AP(alpha=0.5)", "unknown parameter 'alpha'"),
         ("RBP(p=1)", "p must be a number in (0.0, 1.0), got 1.0"),
         ("IPrec", "IPrec needs recall"),
         ("IPrec@1.5", "recall must be a number in [0.0, 1.0]"),
@@ -454,10 +457,9 @@ def measures(draw):
     overrides = tuple(
         sorted(((a, draw(st.sampled_from(_AXIS_VALUES[a]))) for a in axes), key=lambda kv: order.index(kv[0]))
     )
-    alpha = draw(st.floats(min_value=0, max_value=1)) if family == "T" else None
     params = []
     for p in FAMILIES[family].parameters:
-        if p.name == "alpha" or (p.default is not None and draw(st.booleans())):
+        if p.default is not None and draw(st.booleans()):
             continue
         if p.kind == "integer":
             params.append((p.name, draw(st.integers(int(max(p.low, 1)), 5))))
@@ -473,7 +475,7 @@ def measures(draw):
     if family in ("SDCG", "NERR8", "NERR9", "NERR10", "NERR11", "INST", "INSQ", "BPM"):
         params = [(k, v) for k, v in params if k != "min_rel"] + [("min_rel", 0)]
         params = [(k, (3 if k == "max_rel" else v)) for k, v in params]
-    return Measure(family, cutoff, overrides, alpha, params=tuple(params))
+    return Measure(family, cutoff, overrides, params=tuple(params))
 
 
 @given(measures())
