@@ -204,6 +204,8 @@ def measure_text(m: Measure) -> str | None:
             return None
         if gain == "exponential":
             params.append("dcg='exp-log2'")
+        elif gain == "binary":
+            return None  # gains= maps labels, not a threshold: no binary gain to name
         else:
             table = gain_map(gain)
             if not all(math.isfinite(lab) and lab.is_integer() for lab in table):
@@ -215,7 +217,9 @@ def measure_text(m: Measure) -> str | None:
             # the pytrec_eval provider names the level iprec_at_recall_{recall:.2f}, so
             # IPrec@0.125 would be computed at 0.12 (live)
             return None
-        at = f"@{_num(level)}"
+        # a float's text: the runtime provider refuses recall=0 or 1 read as an integer
+        # (AssertionError "invalid param recall=0", live) where the others accept it
+        at = f"@{float(level)!r}"
     else:
         at = f"@{k}" if k is not None else ""
     text += f"({','.join(params)})" if params else ""

@@ -128,6 +128,22 @@ def test_not_offered(name):
     assert not entry("ir_measures").supports(m)
 
 
+@pytest.mark.parametrize("name,expected", [
+    # labels 1, 0, 1 in rank order: precision 1/1, 1/2, 2/3 at recall 1/2, 1/2, 1. Interpolated
+    # precision at recall r is the highest precision at recall >= r: 1 at r = 0, 2/3 at r = 1
+    ("IPrec@0", 1.0), ("iprec_at_recall_0.00", 1.0), ("IPrec@1", 2 / 3)])
+def test_recall_levels_0_and_1_are_named_as_floats(name, expected):
+    """ir_measures' runtime provider asserts on recall=0 or 1 read as an integer ("invalid
+    param recall=0", live), which once made ``supports`` raise: the level is named as a float."""
+    assert value(name, [1, 0, 1], [3.0, 2.0, 1.0]) == pytest.approx(expected, abs=1e-12)
+
+
+def test_binary_gain_is_not_offered_and_does_not_raise():
+    """ir_measures names gains as a label map (gains=), not a threshold: nDCG under gain=binary
+    has no name there (asking once raised TypeError in ``supports``)."""
+    assert not entry("ir_measures").supports(parse_measure("nDCG(gain=binary)@10"))
+
+
 def test_measure_text():
     assert measure_text(parse_measure("nDCG(gain=exponential)@10")) == "nDCG(dcg='exp-log2')@10"
     assert measure_text(parse_measure("P(rel=2)@5")) == "P(rel=2)@5"
