@@ -167,7 +167,7 @@ AXES: dict[str, Axis] = {
                 "average": "the expected value over all orders of each tied group (McSherry & Najork)",
                 "unspecified": "any order: the value is the range from the worst to the best order",
                 "pessimistic": "lower labels first, so relevant documents last (CatBoost, LightFM, "
-                               "Cornac's MAP and AUC); the label is read after label_type and "
+                               "Cornac's AUC); the label is read after label_type and "
                                "negative_labels, an unjudged document as label 0 (so it ties "
                                "with label 0), and equal labels by document id, byte-wise "
                                "descending; every family reads this one order (for a gain that "
@@ -177,17 +177,26 @@ AXES: dict[str, Axis] = {
                 "optimistic": "higher labels first, so relevant documents first; unjudged as "
                               "label 0, equal labels by document id, byte-wise descending (the "
                               "high end of unspecified for the families ordered by relevance)",
+                "group_last": "a rank rule, not an order: every document of a tied group takes "
+                              "the group's last rank and counts the group's relevant documents "
+                              "through it (Cornac's MAP, scipy's rankdata(method='max')); a "
+                              "group is in the top k only if its last rank is at most k (so "
+                              "is it within a depth), and P@k's k and min(k, n) stay as they "
+                              "are; the families that read ranks only through the per-row "
+                              "pieces take it (formulas.RANK_RULE_FAMILIES), the others "
+                              "refuse a list with a tied group",
             },
             default="docid_desc",
             group="ordering",
             stage="ordering",
             swept=("docid_desc", "docid_asc", "input_order", "reverse_input", "average",
-                   "pessimistic", "optimistic"),
+                   "pessimistic", "optimistic", "group_last"),
             phrases={"docid_desc": "ties by docid descending", "docid_asc": "ties by docid ascending",
                      "input_order": "ties in input order", "reverse_input": "ties in reverse input order",
                      "average": "tied documents averaged",
                      "pessimistic": "tied documents with the lower label first",
-                     "optimistic": "tied documents with the higher label first"},
+                     "optimistic": "tied documents with the higher label first",
+                     "group_last": "tied documents all at the group's last rank"},
             explorer_idle="the list is an order: no two documents tie",
         ),
         Axis(

@@ -251,8 +251,10 @@ class Context:
 
     def list_denominator(self, k: int | None) -> np.ndarray:
         """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff. Under
-        ``duplicates=set`` n and min(k, n) count distinct documents (in the top k)."""
-        kk = self.ranked.cut(k)
+        ``duplicates=set`` n and min(k, n) count distinct documents (in the top k). Under
+        ``ties=group_last`` too, min(k, n) is the list's length against k, not the rows a
+        tied group past k leaves in the top k."""
+        kk = self.ranked.n if k is None else np.minimum(self.ranked.n, clamp_cutoff(k))
         if self.ranked.first is not None:
             kk = self.ranked.upto(self.ranked.first, k)
         if k is None or self.conv.k_beyond_list == "min_k_n":

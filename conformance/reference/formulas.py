@@ -543,6 +543,34 @@ def mean_precision(ctx: Context, m: Measure) -> Result:
     return r.upto(r.e_rel * weight, k) / float(k), ctx.R == 0
 
 
+# The families whose formula reads a row's rank only through the per-row pieces (``Ranked.pos``
+# as the rank, e_rel, e_gain, ap_term, p_first) and the top k through ``Ranked.cut``: a rank
+# rule that gives tied rows one rank (``ties=group_last``) reaches them through those pieces.
+# The others read row positions or rows above a row (``before``, explicit lengths, per-rank
+# tables) and refuse a list whose rows share a rank rather than give an order's value.
+RANK_RULE_FAMILIES = frozenset({
+    "P", "R", "Rcap", "Hole", "F1", "Success", "RR", "GranularRR", "AP", "DCG", "nDCG", "T",
+    "Fe", "NumQ", "NumRet", "NumRel", "NumRelRet", "NumNonRelJudgedRet", "Hits", "RelP",
+    "SetAP", "Utility", "Judged", "Unjudged", "MeanP"})
+
+
+def _refusing_shared_ranks(formula):
+    """``formula``, refusing under ``ties=group_last`` a list with a tied group (rows of one
+    query sharing a rank): the family reads ranks other than through the per-row pieces."""
+    def checked(ctx: Context, m: Measure) -> Result:
+        if ctx.tie_rule == "group_last":
+            r = ctx.ranked
+            shared = r.pos[1:] == r.pos[:-1]
+            shared[r.start[(r.n > 0) & (r.start > 0)] - 1] = False  # a query's first row
+            if shared.any():
+                raise EvaluationError(
+                    f"{m.text} under ties=group_last: a tied group shares one rank, and this "
+                    "measure reads ranks as positions in an order; choose another tie rule")
+        return formula(ctx, m)
+    checked.__doc__ = formula.__doc__
+    return checked
+
+
 FORMULAS = {
     "P": precision,
     "R": recall,
@@ -587,6 +615,8 @@ FORMULAS = {
     "RecallAtPrecision": recall_at_precision,
     "MeanP": mean_precision,
 }
+FORMULAS = {name: f if name in RANK_RULE_FAMILIES else _refusing_shared_ranks(f)
+            for name, f in FORMULAS.items()}
 
 # Families whose aggregate is computed from the whole evaluation (Family.aggregate "curve")
 CURVES = {"RecallAtPrecision": recall_at_precision_curve}

@@ -17,6 +17,11 @@ ranked before the group:
 
 Summing the first over the top k gives E[relevant in top k]; the third gives E[sum of precisions
 at relevant ranks]; the fourth summed gives P(some relevant in top k) and, divided by i, E[RR].
+
+``ties=group_last`` is a rank rule, not an order: every row of a tie group takes the group's
+last rank L as its ``pos``, and its AP term counts the group's relevant rows through L
+(:func:`_group_last_pieces`). The top k is then the rows ranked at k or above
+(:meth:`Ranked.cut`), so a group that ends past k is not in it, and a depth cut drops it whole.
 """
 
 from __future__ import annotations
@@ -201,7 +206,7 @@ class Ranked:
     n_queries: int
     start: np.ndarray  # per query: index of its first row
     n: np.ndarray  # per query: rows retrieved (after depth)
-    pos: np.ndarray  # per row: 1-based rank
+    pos: np.ndarray  # per row: 1-based rank (ties=group_last: its tie group's last rank)
     gain: np.ndarray  # per row: gain of its label (0 if unjudged)
     rel: np.ndarray  # per row: 1.0 if relevant, else 0.0
     group_last: np.ndarray  # per row: rank of the last row of its tie group (before depth)
@@ -287,8 +292,28 @@ class Ranked:
         return range_sums(x, self.start, self.cut(k))
 
     def cut(self, k: int | None) -> np.ndarray:
-        """Per query: the rows in the top k (min(k, n)); a cutoff of any size."""
-        return self.n if k is None else np.minimum(self.n, clamp_cutoff(k))
+        """Per query: the rows in the top k, those ranked at k or above: min(k, n), a cutoff of
+        any size. Under ``ties=group_last`` a tie group whose last rank is past k is not in
+        the top k, so a query whose row at min(k, n) is in such a group keeps only the rows
+        above the group."""
+        if k is None:
+            return self.n
+        k = clamp_cutoff(k)
+        kk = np.minimum(self.n, k)
+        if self.pos.size == 0:
+            return kk
+        has = kk > 0
+        last = np.where(has, self.start + kk - 1, 0)
+        over = has & (self.pos[last] > k)  # only where rows share a rank past k
+        if over.any():
+            # ranks rise within a query, so (query, rank) pairs are sorted over all rows: the
+            # rows of a query ranked above the group's last rank are found by one search
+            query = np.repeat(np.arange(self.n_queries), self.n)
+            span = int(self.pos.max()) + 1
+            keys = query * span + self.pos
+            qs = np.flatnonzero(over)
+            kk[qs] = np.searchsorted(keys, qs * span + self.pos[last[qs]]) - self.start[qs]
+        return kk
 
     def splits_mixed_group(self, k: int | None) -> np.ndarray:
         """Per query: whether the cut at k falls inside a tie group of mixed relevance, which
@@ -472,7 +497,7 @@ def rank(
         return at
 
     # tie keys, least significant first (np.lexsort's order)
-    if tie_rule == "docid_desc" or tie_rule == "average":
+    if tie_rule in ("docid_desc", "average", "group_last"):
         ties = [key(doc, -1)]
     elif tie_rule == "docid_asc":
         ties = [key(doc)]
@@ -549,6 +574,9 @@ def rank(
         np.cumsum(c_row, out=c_row)
     if found is not None:
         found.finish(c_row)
+    if tie_rule == "group_last":
+        pieces = _group_last_pieces(q[order], primary[order], pos, gain, rel, c_row)
+        return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
     if tie_rule != "average":
         # Every row is its own tie group (n = 1, t = 0, r = rel): the general formulas below
@@ -617,6 +645,30 @@ def rank(
     return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
 
+def _group_last_pieces(q_s: np.ndarray, prim_s: np.ndarray, pos: np.ndarray, gain: np.ndarray,
+                       rel: np.ndarray, c_row: np.ndarray) -> list:
+    """The per-row pieces under ``ties=group_last`` (Ranked's field order): every row of a tie
+    group (a run of equal sort keys within a query) takes the rank of the group's last row, L,
+    and counts the group's relevant rows through it. So rank = L; the AP term is
+    rel (c + r) / L (c relevant rows above the group, r in it), P@L's share; e_rel and e_gain
+    are the row's own; p_first is 1.0 on the query's first relevant row (read with its rank L,
+    RR is 1 / L of the first group holding a relevant row). No term depends on the order
+    inside a group. ``c_row``: relevant rows above each row in the sorted order."""
+    rows = pos.size
+    boundary = np.ones(rows, bool)
+    if rows:
+        boundary[1:] = (q_s[1:] != q_s[:-1]) | (prim_s[1:] != prim_s[:-1])
+    gid = np.cumsum(boundary) - 1
+    last = np.append(np.flatnonzero(boundary)[1:], rows) - 1  # per group: its last row
+    rank_l = pos[last][gid]
+    through = (c_row[last] + rel[last])[gid]  # relevant rows through the group's last row
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ap_term = rel * through / rank_l
+    p_first = rel * (c_row == 0)
+    no_ties = np.zeros(rows, bool)
+    return [rank_l, gain + 0.0, rel, rank_l, no_ties, no_ties, rel, gain + 0.0, ap_term, p_first]
+
+
 def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
     """Per sorted row: whether it is its (query, document)'s first row in this order (rows come
     query by query, so a pair's rows are in rank order). ``doc_sorted``: integers equal for
@@ -642,7 +694,12 @@ def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list
         keep = pieces[0] <= conv.depth
         pieces = [a[keep] for a in pieces]
         extra = {name: a[keep] for name, a in extra.items()}
-        n = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows
+        kept = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows,
+        if int(kept.sum()) != pieces[0].size:
+            # unless a tie group shares its last rank (ties=group_last): one that ends past
+            # the depth is cut whole, as a cutoff leaves it out of the top k
+            kept = range_sums(keep, start, n).astype(np.int64)
+        n = kept
         start = np.cumsum(n) - n
     return Ranked(n_queries, start, n, *pieces, **extra, ties=ties)
 

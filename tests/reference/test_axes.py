@@ -163,7 +163,8 @@ CASES: dict[str, AxisCase] = {
     # all four tied at 1.0, listed c, a, d, b; only a is relevant
     #   docid_desc d c b a -> a at 4; docid_asc a b c d -> 1; input c a d b -> 2;
     #   reverse b d a c -> 3; average: a equally likely at each rank; pessimistic: label
-    #   0 first (d c b), a last -> 4; optimistic: a first -> 1
+    #   0 first (d c b), a last -> 4; optimistic: a first -> 1; group_last: all four at rank
+    #   4, and the group ends past 2 and 3, so it is in neither top
     "ties": AxisCase(
         qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 0), ("q", "d", 0)],
         run=[("q", "c", 1.0), ("q", "a", 1.0), ("q", "d", 1.0), ("q", "b", 1.0)],
@@ -177,6 +178,7 @@ CASES: dict[str, AxisCase] = {
             "unspecified": [(1 / 4, 1 / 1), (0 / 2, 1 / 2), (0.0, 1.0)],
             "pessimistic": [1 / 4, 0 / 2, 0.0],
             "optimistic": [1 / 1, 1 / 2, 1.0],
+            "group_last": [1 / 4, 0 / 2, 0.0],
         },
     ),
     # ranks: a (0), b (1), c (2)
@@ -1095,3 +1097,84 @@ def test_rounding_rounds_each_query_as_python_does():
     case = CASES["rounding"]
     ev = evaluate_rows(case.qrels, case.run, case.measures, Conventions(rounding=5))
     assert ev.values(case.measures[0]) == {"q1": 0.33333, "q2": 0.0}
+
+
+def _values(qrels_rows, run_rows, texts, **conventions):
+    from conformance.measures import parse_measure
+
+    ev = evaluate_rows(qrels_rows, run_rows, [parse_measure(t) for t in texts],
+                       Conventions(**conventions))
+    return [float(ev.per_query[parse_measure(t)][0]) for t in texts]
+
+
+def test_group_last_gives_every_tied_document_the_group_s_last_rank():
+    # Cornac's MAP, live: n, r1, r2 with one score: each relevant document at rank 3 with 2
+    # relevant through it, (2/3 + 2/3) / 2; the pessimistic order n, r1, r2: (1/2 + 2/3) / 2
+    tied = [("u", "n", 1.0), ("u", "r1", 1.0), ("u", "r2", 1.0)]
+    qrels = [("u", "n", 0), ("u", "r1", 1), ("u", "r2", 1)]
+    rule = {"ap_denominator": "retrieved_relevant"}
+    assert _values(qrels, tied, ["AP"], ties="group_last", **rule) == pytest.approx([2 / 3], abs=TOL)
+    assert _values(qrels, tied, ["AP"], ties="pessimistic", **rule) == pytest.approx([7 / 12], abs=TOL)
+    # r1 above a tie of n and r2 (Cornac, live: 0.83333): r1 1/1; r2 at rank 3 with 2 relevant
+    # through it, 2/3; mean 5/6 (the order r1, n, r2 gives it too). n above the tie of r1 and
+    # r2: both at rank 3, (2/3 + 2/3) / 2, where every order of the two gives (1/2 + 2/3) / 2
+    split = [("u", "r1", 2.0), ("u", "n", 1.0), ("u", "r2", 1.0)]
+    assert _values(qrels, split, ["AP"], ties="group_last", **rule) == pytest.approx([5 / 6], abs=TOL)
+    above = [("u", "n", 2.0), ("u", "r1", 1.0), ("u", "r2", 1.0)]
+    assert _values(qrels, above, ["AP"], ties="group_last", **rule) == pytest.approx(
+        [(2 / 3 + 2 / 3) / 2], abs=TOL)
+    for order in ("docid_desc", "docid_asc", "pessimistic", "optimistic"):
+        assert _values(qrels, above, ["AP"], ties=order, **rule) == pytest.approx(
+            [(1 / 2 + 2 / 3) / 2], abs=TOL)
+
+
+# x (3.0, label 1); the tie {a (2), b (0), c (1)} at 2.0, ranks 2-4, so all three at 4; d (1.0,
+# label 1) at 5. R = 4 (x, a, c, d).
+GROUPED_QRELS = [("q", "x", 1), ("q", "a", 2), ("q", "b", 0), ("q", "c", 1), ("q", "d", 1)]
+GROUPED_RUN = [("q", "x", 3.0), ("q", "a", 2.0), ("q", "b", 2.0), ("q", "c", 2.0), ("q", "d", 1.0)]
+
+
+def test_group_last_reaches_ap_p_rr_and_ndcg_through_the_ranks():
+    texts = ["AP", "P@2", "P@4", "P@5", "R@4", "RR", "nDCG", "DCG", "Success@1"]
+    # AP: x 1/1; a and c at 4 with 3 relevant through it, 3/4 each; d 4/5: (1 + 3/2 + 4/5) / 4
+    # DCG (linear gains): x 1/log2 2; a, b, c at 4: (2 + 0 + 1)/log2 5; d 1/log2 6
+    dcg = 1.0 + 3 / log2(5) + 1 / log2(6)
+    ideal = 2.0 + 1 / log2(3) + 1 / log2(4) + 1 / log2(5)  # gains 2, 1, 1, 1
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_last") == pytest.approx(
+        [(1 + 3 / 2 + 4 / 5) / 4, 1 / 2, 3 / 4, 4 / 5, 3 / 4, 1.0, dcg / ideal, dcg, 1.0], abs=TOL)
+
+
+def test_group_last_counts_a_group_in_the_top_k_only_if_it_ends_at_or_before_k():
+    # the group ends at 4: past 2 and 3 it is in neither top, at 4 and on it is whole
+    texts = ["P@3", "AP@3", "nDCG@3", "R@3", "Success@3", "P@4", "AP@4"]
+    ideal3 = 2.0 + 1 / log2(3) + 1 / log2(4)
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_last") == pytest.approx(
+        [1 / 3, (1 / 1) / 4, 1.0 / ideal3, 1 / 4, 1.0, 3 / 4, (1 + 3 / 4 + 3 / 4) / 4], abs=TOL)
+    # P@3 under min_k_n still divides by min(3, n = 5), not by the one document left in the top
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["P@3"], ties="group_last",
+                   k_beyond_list="min_k_n") == pytest.approx([1 / 3], abs=TOL)
+    # the first relevant document in a group past k: n1 at 1, {n2, r} at rank 3
+    qrels = [("q", "n1", 0), ("q", "n2", 0), ("q", "r", 1)]
+    run = [("q", "n1", 2.0), ("q", "n2", 1.0), ("q", "r", 1.0)]
+    assert _values(qrels, run, ["RR", "RR@2", "Success@2", "Success@3"],
+                   ties="group_last") == pytest.approx([1 / 3, 0.0, 0.0, 1.0], abs=TOL)
+    # under docid_desc the order r, n2 gives RR 1/2 and Success@2 1
+    assert _values(qrels, run, ["RR", "Success@2"]) == pytest.approx([1 / 2, 1.0], abs=TOL)
+
+
+def test_group_last_cuts_at_a_depth_the_group_that_ends_past_it():
+    # depth 3: the group ending at 4 is cut whole, x alone is kept: AP 1/4, P@5 1/5, NumRet 1
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["AP", "P@5", "NumRet"], ties="group_last",
+                   depth=3) == pytest.approx([1 / 4, 1 / 5, 1.0], abs=TOL)
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["AP", "NumRet"], ties="group_last",
+                   depth=4) == pytest.approx([(1 + 3 / 4 + 3 / 4) / 4, 4.0], abs=TOL)
+
+
+def test_group_last_refuses_a_tied_list_where_a_family_reads_positions():
+    with pytest.raises(EvaluationError, match="ties=group_last"):
+        _values(GROUPED_QRELS, GROUPED_RUN, ["Rprec"], ties="group_last")
+    # without a tie every row has its own rank, as under any order: x a b c d, R = 4,
+    # relevant in the top 4 = 3
+    untied = [("q", d, float(5 - i)) for i, d in enumerate("xabcd")]
+    assert _values(GROUPED_QRELS, untied, ["Rprec"], ties="group_last") == pytest.approx(
+        [3 / 4], abs=TOL)
