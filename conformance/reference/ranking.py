@@ -659,7 +659,8 @@ def _group_last_pieces(q_s: np.ndarray, prim_s: np.ndarray, pos: np.ndarray, gai
     if rows:
         boundary[1:] = (q_s[1:] != q_s[:-1]) | (prim_s[1:] != prim_s[:-1])
     gid = np.cumsum(boundary) - 1
-    last = np.append(np.flatnonzero(boundary)[1:], rows) - 1  # per group: its last row
+    # per group: its last row (no group in an empty ranking)
+    last = np.append(np.flatnonzero(boundary)[1:], rows) - 1 if rows else np.zeros(0, np.int64)
     rank_l = pos[last][gid]
     through = (c_row[last] + rel[last])[gid]  # relevant rows through the group's last row
     with np.errstate(divide="ignore", invalid="ignore"):
