@@ -11,6 +11,10 @@ run and its qrels. For each user (query) present in both the run and the qrels:
 then, per measure and user, one call::
 
     NDCG(k=k).compute(gt_pos=gt_pos, pd_rank=pd_rank)      # k=-1 without a cutoff
+    MAP().compute(item_indices=item_indices, pd_scores=item_scores, gt_pos=gt_pos)
+
+(``item_indices``, ``item_scores``: the run's documents for the user and their scores, as
+``ranking_eval`` hands ``MAP`` the candidate items and the model's scores of them.)
 
 A user with no positive item is skipped, as ``ranking_eval`` skips it (``if
 len(test_pos_items) == 0: continue``), so it is in no per-user table and in no mean.
@@ -24,17 +28,12 @@ R(@k)               ``Recall(k)``
 Success(@k)         ``HitRatio(k)``
 F1(@k)              ``FMeasure(k)`` (beta = 1 only)
 RR                  ``MRR()`` (no cutoff: the class takes none)
+AP                  ``MAP()`` (no cutoff: the class takes none)
 ==================  ============================================
 
-Not supported, and why: ``MAP`` gives every member of a tied group the group's last rank at once
-(``rankdata(-pd_scores, "max")`` for the rank and again among the relevant items for the count
-above it), which is not ``ties=pessimistic``'s order: live, items n, r1, r2 with one score and
-r1, r2 positive, Cornac's AP is (2/3 + 2/3) / 2 = 0.66667 where the pessimistic order n, r1, r2
-gives (1/2 + 2/3) / 2 = 0.58333; and it averages over the positives in the candidate list
-(positives 1, 2, 7, list 0, 1, 2 in score order: (1/2 + 2/3) / 2 = 0.58333, 7 not counted).
-No axis value says "every tied document at the group's last rank". ``AUC`` reads the whole
-candidate list's scores; ``NCRR`` (cumulative reciprocal rank over its ideal) is a measure
-family the reference does not have.
+Not supported, and why: ``AUC`` is not offered yet (its tied pairs count 0, the AUROC family
+under ``ties=pessimistic``, unchecked against it live); ``NCRR`` (cumulative reciprocal rank
+over its ideal) is a measure family the reference does not have.
 
 Facts behind the profile (cornac 3.0.1, ``cornac/metrics/ranking.py`` and
 ``cornac/models/recommender.py``; each confirmed live by ``tests/libs/test_cornac.py``):
@@ -50,6 +49,16 @@ Facts behind the profile (cornac 3.0.1, ``cornac/metrics/ranking.py`` and
 - Recall: ``tp / len(gt_pos)``, R counting positives not ranked (live: R@3 = 0.5);
 - HitRatio: 1.0 when some positive is in the top k, else 0.0;
 - FMeasure: 2 P R / (P + R) of those two, 0 when both are 0 (live: F1@5 = 0.2857);
+- MAP (AP's profile, ``MAP_PROFILE``): ``rankdata(-pd_scores, "max")`` gives every member of
+  a tied group the group's last rank, and ``rankdata`` again among the positives the count of
+  positives through it (``ties=group_last``): live, items n, r1, r2 with one score and r1, r2
+  positive, (2/3 + 2/3) / 2 = 0.66667, where the order n, r1, r2 gives 0.58333; n above the
+  tie of r1 and r2 also 0.66667, which no order of the two gives; it averages over the
+  positives in the candidate list (``ap_denominator=retrieved_relevant``): positives 1, 2, 7,
+  list 0, 1, 2 in score order, (1/2 + 2/3) / 2 = 0.58333, 7 not counted. A user none of whose
+  positives is in the list gets the mean of no value, NaN (inside ``ranking_eval`` every
+  candidate item is scored, so it cannot happen there): the entry refuses such a case
+  (``known_failure``), as for MRR;
 - MRR: 1 / the rank of the first positive in the whole ranking; it has no cutoff. When no
   positive is ranked at all it raises ValueError ("No matched between ground-truth items and
   recommendations"): inside ``ranking_eval`` it cannot (every candidate item is ranked), but a
@@ -89,6 +98,12 @@ PROFILE = Conventions(
     # rank_source=score (the default): the order comes from the scores
     duplicates="keep",  # np.isin per rank: a document listed twice counts twice (live)
 )
+# MAP: the same, but its tie rule and its denominator
+MAP_PROFILE = PROFILE.replace(
+    ties="group_last",  # ranking.py MAP.compute: rank = rankdata(-pd_scores, "max")[relevant]
+    # MAP.compute: (L / rank).mean() over the relevant items of item_indices, the list's own
+    ap_denominator="retrieved_relevant",
+)
 
 _CLASSES = {  # family -> (class in cornac.metrics, takes k)
     "nDCG": ("NDCG", True),
@@ -97,17 +112,24 @@ _CLASSES = {  # family -> (class in cornac.metrics, takes k)
     "Success": ("HitRatio", True),
     "F1": ("FMeasure", True),
     "RR": ("MRR", False),
+    "AP": ("MAP", False),
+}
+_PROFILES = {"AP": MAP_PROFILE}  # family -> profile, where it is not PROFILE
+
+_NO_MATCH = {
+    "RR": ("refused by the adapter: no positive item of user {qid!r} is in its ranking, on "
+           "which cornac's MRR raises ValueError ('No matched between ground-truth items and "
+           "recommendations') instead of scoring 0"),
+    "AP": ("refused by the adapter: no positive item of user {qid!r} is in its ranking, on "
+           "which cornac's MAP gives NaN (the mean over no positive) instead of scoring 0"),
 }
 
-_NO_MATCH = ("refused by the adapter: no positive item of user {qid!r} is in its ranking, on "
-             "which cornac's MRR raises ValueError ('No matched between ground-truth items and "
-             "recommendations') instead of scoring 0")
 
-
-def _users(qrels: Qrels, run: Run, threshold: float) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(user, gt_pos, pd_rank) for each user in both the run and the qrels that has a positive
-    item, users in id order: item indices of one vocabulary of document ids, ``pd_rank`` in
-    ``Recommender.rank``'s order of the run's scores."""
+def _users(qrels: Qrels, run: Run, threshold: float) -> list[tuple]:
+    """(user, gt_pos, pd_rank, item_indices, item_scores) for each user in both the run and the
+    qrels that has a positive item, users in id order: item indices of one vocabulary of
+    document ids, ``pd_rank`` in ``Recommender.rank``'s order of the run's scores,
+    ``item_indices`` and ``item_scores`` in the run's order."""
     items: dict[str, int] = {}
     positives: dict[str, list[int]] = {}
     judged: set[str] = set()
@@ -129,7 +151,7 @@ def _users(qrels: Qrels, run: Run, threshold: float) -> list[tuple[str, np.ndarr
         ids, scores = lists[q]
         item_indices, item_scores = np.asarray(ids), np.asarray(scores, dtype=np.float64)
         pd_rank = item_indices[item_scores.argsort()[::-1]]  # Recommender.rank, k=-1
-        out.append((q, np.asarray(positives[q]), pd_rank))
+        out.append((q, np.asarray(positives[q]), pd_rank, item_indices, item_scores))
     return out
 
 
@@ -148,27 +170,29 @@ class CornacEntry(Entry):
                       free_axes=frozenset({"relevance_threshold"}))
 
     def profile(self, measure: Measure) -> Conventions:
-        return PROFILE
+        return _PROFILES.get(measure.family, PROFILE)
 
     def default_profile(self) -> Conventions:
         return PROFILE
 
     def _threshold(self, measure: Measure) -> float:
-        return float(measure.conventions(PROFILE).relevance_threshold)
+        return float(measure.conventions(self.profile(measure)).relevance_threshold)
 
-    # known_failure is checked, not trusted (Entry): MRR raises ValueError on such a user; the
-    # differential's clean cases were refused 1 of 16 on a random draw, 7 of 16 on CI's fixed one
-    known_failure_shows = frozenset({"raises"})
-    known_failure_ceiling = {"RR": 0.6, "*": 0.0}
+    # known_failure is checked, not trusted (Entry): MRR raises ValueError on such a user, MAP
+    # gives NaN; the differential's clean cases were refused 1 of 16 on a random draw, 7 of 16
+    # on CI's fixed one
+    known_failure_shows = frozenset({"raises", "wrong_values"})
+    known_failure_ceiling = {"RR": 0.6, "AP": 0.6, "*": 0.0}
 
     def known_failure(self, qrels: Qrels, run: Run, measure: Measure | None = None) -> str | None:
-        """MRR on a user none of whose positive items is ranked: cornac raises (see the module
-        docstring). Smallest case: qrels {u1: {a: 1}}, run {u1: {b: 1.0}}."""
-        if measure is None or measure.family != "RR" or not self.supports(measure):
+        """MRR or MAP on a user none of whose positive items is ranked: cornac raises, or
+        gives NaN (see the module docstring). Smallest case: qrels {u1: {a: 1}}, run
+        {u1: {b: 1.0}}."""
+        if measure is None or measure.family not in _NO_MATCH or not self.supports(measure):
             return None
-        for qid, gt_pos, pd_rank in _users(qrels, run, self._threshold(measure)):
+        for qid, gt_pos, pd_rank, _, _ in _users(qrels, run, self._threshold(measure)):
             if not np.isin(pd_rank, gt_pos).any():
-                return _NO_MATCH.format(qid=qid)
+                return _NO_MATCH[measure.family].format(qid=qid)
         return None
 
     def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
@@ -180,8 +204,14 @@ class CornacEntry(Entry):
         cls_name, takes_k = _CLASSES[measure.family]
         cls = getattr(cornac.metrics, cls_name)
         metric = cls(k=measure.cutoff if measure.cutoff is not None else -1) if takes_k else cls()
-        per_query = {qid: float(metric.compute(gt_pos=gt_pos, pd_rank=pd_rank))
-                     for qid, gt_pos, pd_rank in _users(qrels, run, self._threshold(measure))}
+        users = _users(qrels, run, self._threshold(measure))
+        if measure.family == "AP":  # MAP reads the candidates' scores, not the ranking
+            per_query = {qid: float(metric.compute(item_indices=items, pd_scores=scores,
+                                                   gt_pos=gt_pos))
+                         for qid, gt_pos, _, items, scores in users}
+        else:
+            per_query = {qid: float(metric.compute(gt_pos=gt_pos, pd_rank=pd_rank))
+                         for qid, gt_pos, pd_rank, _, _ in users}
         # no mean: ranking_eval's (a plain sum over len) is not called, the metrics are
         return LibraryValues(per_query=per_query)
 

@@ -186,11 +186,8 @@ def test_cornac_ranking_suite_is_reproduced_by_its_entry(tmp_path, users):
 # The same file's test_map: MAP().compute(item_indices, pd_scores, gt_pos) on scored candidate
 # lists, none with a tie: items 0-2 scored [0.75, 0.5, 1], gt_pos [0]: 0.5; items 0-2 scored
 # [1, 0.2, 0.1], gt_pos [2]: 1/3; items 0-9 scored linspace(0, 1, 10) reversed, gt_pos
-# [1, 3, 5]: (1/2 + 2/4 + 3/6) / 3 = 0.5. The sweep reproduces them, but the cornac entry offers
-# no AP: its MAP ranks each tied group at the group's last rank, which no tie rule describes.
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="the cornac entry does not compute AP (its MAP's tie rule has no axis "
-                          "value), so check-paper cannot name it for cornac's MAP")
+# [1, 3, 5]: (1/2 + 2/4 + 3/6) / 3 = 0.5. The cornac entry offers AP as its MAP (ties=group_last,
+# ap_denominator=retrieved_relevant), so check-paper names it.
 def test_cornac_map_suite_is_reproduced_by_its_entry(tmp_path):
     cases = {"m1": ([0], [0.75, 0.5, 1.0], "0.5000"), "m2": ([2], [1.0, 0.2, 0.1], "0.3333"),
              "m3": ([1, 3, 5], [1 - i / 9 for i in range(10)], "0.5000")}
@@ -199,6 +196,23 @@ def test_cornac_map_suite_is_reproduced_by_its_entry(tmp_path):
     values = [("AP", u, v) for u, (_, _, v) in cases.items()]
     stdout = _check_per_query(tmp_path, qrels, run, values)
     assert _verdict_names(stdout, "cornac")
+
+
+# Cornac's MAP on tied scores, live (cornac 3.0.1): items n, r1, r2, r1 and r2 positive; n scored
+# 2.0 above r1 and r2 at 1.0 gives 2/3 (both at rank 3 with 2 positives through it), which
+# neither order of r1 and r2 gives ((1/2 + 2/3) / 2 = 0.5833); all three at 1.0 gives 2/3 too.
+def test_cornac_map_on_tied_scores_is_reproduced_by_its_entry(tmp_path):
+    qrels = [(u, d, int(d != "n")) for u in ("t1", "t2") for d in ("n", "r1", "r2")]
+    run = [("t1", "n", 2.0), ("t1", "r1", 1.0), ("t1", "r2", 1.0),
+           ("t2", "n", 1.0), ("t2", "r1", 1.0), ("t2", "r2", 1.0)]
+    stdout = _check_per_query(tmp_path, qrels, run, [("AP", "t1", "0.6667"),
+                                                     ("AP", "t2", "0.6667")])
+    assert _verdict_names(stdout, "cornac")
+    assert _row(stdout, "cornac")[0] == "yes"
+    # the sweep finds one tie rule: no order gives t1's value
+    lines = stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["ap_denominator"])
+    assert lines[header].split()[1] == "ties" and "  group_last  " in lines[header + 1], stdout
 
 
 # implicit's tests/recommender_base_test.py (0.7.3), RecommenderBaseTestMixin.test_evaluation:

@@ -122,7 +122,54 @@ def test_ties_follow_argsort_reversed():
     assert value("RR", [("u1", "b", 1)], tied) == 0.5
 
 
-def test_map_auc_ncrr_and_graded_dcg_are_not_claimed():
+def test_auc_ncrr_graded_dcg_and_map_at_k_are_not_claimed():
     e = entry("cornac")
-    for text in ("AP", "AP@5", "AUROC", "DCG@5", "Rprec"):
+    for text in ("AP@5", "AUROC", "DCG@5", "Rprec"):
         assert not e.supports(parse_measure(text)), text
+    assert e.supports(parse_measure("AP"))
+
+
+# items n, r1, r2 (r1 and r2 positive) under three scorings
+MAP_QRELS = [("u1", "n", 0), ("u1", "r1", 1), ("u1", "r2", 1)]
+
+
+def test_map_gives_every_tied_item_the_group_s_last_rank():
+    from cornac.metrics import MAP
+
+    items, positives = np.array([0, 1, 2]), np.array([1, 2])  # n, r1, r2
+    # one score: r1 and r2 both at rank 3, 2 positives through it: (2/3 + 2/3) / 2
+    assert MAP().compute(item_indices=items, pd_scores=np.array([1.0, 1.0, 1.0]),
+                         gt_pos=positives) == pytest.approx(2 / 3)
+    # n above the tie of r1 and r2: both at 3 again, 2/3, where either order of the two gives
+    # (1/2 + 2/3) / 2
+    assert MAP().compute(item_indices=items, pd_scores=np.array([2.0, 1.0, 1.0]),
+                         gt_pos=positives) == pytest.approx(2 / 3)
+    # r1 above the tie of n and r2: r1 1/1, r2 at 3 with 2 positives through it: 5/6
+    assert MAP().compute(item_indices=items, pd_scores=np.array([1.0, 2.0, 1.0]),
+                         gt_pos=positives) == pytest.approx(5 / 6)
+    tied = [("u1", "n", 1.0), ("u1", "r1", 1.0), ("u1", "r2", 1.0)]
+    assert value("AP", MAP_QRELS, tied) == pytest.approx(2 / 3)
+    above = [("u1", "n", 2.0), ("u1", "r1", 1.0), ("u1", "r2", 1.0)]
+    assert value("AP", MAP_QRELS, above) == pytest.approx(2 / 3)
+    assert entry("cornac").profile(parse_measure("AP")).ties == "group_last"
+
+
+def test_map_averages_over_the_positives_in_the_list():
+    from cornac.metrics import MAP
+
+    # positives 1, 2, 7; list 0, 1, 2 in score order: (1/2 + 2/3) / 2, 7 not counted
+    assert MAP().compute(item_indices=np.array([0, 1, 2]), pd_scores=np.array([3.0, 2.0, 1.0]),
+                         gt_pos=np.array([1, 2, 7])) == pytest.approx(7 / 12)
+    # as the adapter hands it: positives a, f (f not ranked), list c, a, e: a at 2, 1/2 over 1
+    assert value("AP") == pytest.approx(1 / 2)
+    assert entry("cornac").profile(parse_measure("AP")).ap_denominator == "retrieved_relevant"
+
+
+def test_map_gives_nan_when_no_positive_is_ranked_and_the_entry_refuses():
+    from cornac.metrics import MAP
+
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        assert math.isnan(MAP().compute(item_indices=np.array([1, 2]),
+                                        pd_scores=np.array([2.0, 1.0]), gt_pos=np.array([0])))
+    lv = call("cornac", "AP", [("u1", "a", 1)], [("u1", "b", 1.0)])
+    assert lv.error is not None and "MAP gives NaN" in lv.error
