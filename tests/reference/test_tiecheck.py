@@ -28,6 +28,8 @@ VARIATIONS = [
     {},
     {"ties": "input_order"},
     {"ties": "average"},
+    {"ties": "group_last"},  # a rank rule: the check still answers for the two orders
+    {"ties": "group_last", "depth": 4},
     {"depth": 4},
     {"depth": 2, "ties": "docid_asc"},
     {"relevance_threshold": 2},
