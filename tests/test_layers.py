@@ -179,3 +179,19 @@ def test_the_architecture_map_names_every_layer_and_module():
     assert _documented_layers() == want, (
         "docs/ARCHITECTURE.md's layer table differs from LAYERS in tests/test_layers.py:\n"
         + "\n".join(f"| {layer} | {', '.join(f'`{m}`' for m in mods)} |" for layer, mods in want))
+
+
+def test_long_modules_say_why_they_are_one_idea():
+    """No module of the package over 900 lines; one over 600 states in its docstring why it is
+    one idea ("One idea at about N lines: ..."), with N within 10% of its length, so the
+    statement is renewed as the module grows."""
+    for name, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert len(lines) <= 900, f"{name}: {len(lines)} lines"
+        if len(lines) <= 600:
+            continue
+        doc = ast.get_docstring(ast.parse("\n".join(lines))) or ""
+        said = re.search(r"One idea at (?:about |~)(\d+)\s+lines", " ".join(doc.split()))
+        assert said, f"{name}: {len(lines)} lines, and its docstring does not say why it is one idea"
+        assert abs(int(said.group(1)) - len(lines)) <= 0.1 * len(lines), (
+            f"{name}: its docstring says about {said.group(1)} lines; it has {len(lines)}")

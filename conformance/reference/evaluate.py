@@ -3,6 +3,10 @@
 Measures whose names fix some axes (``P(rel=2)@5``, ``ndcg_burges@10``) are grouped by their
 effective conventions; each group shares one ordering of the run (two under
 ``ties=unspecified``: the worst and the best order of every tied group).
+
+One idea at about 660 lines: the one path from prepared inputs to per-query values and their
+aggregate, in named stages (the groups, the judged side, each group's rankings and formulas,
+the aggregation).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ the orders of its tie group (see ``ranking``).
 The families are one function each (``FORMULAS``), over the notation above and the shared
 :class:`~conformance.reference.context.Context`: the set, rank and trec_eval families here,
 the interpolated-precision, gain and user-model families in ``formulas_graded``.
+One idea at about 620 lines: one function per family over one shared notation.
 """
 
 

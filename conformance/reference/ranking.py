@@ -22,6 +22,9 @@ at relevant ranks]; the fourth summed gives P(some relevant in top k) and, divid
 last rank L as its ``pos``, and its AP term counts the group's relevant rows through L
 (:func:`_group_last_pieces`). The top k is then the rows ranked at k or above
 (:meth:`Ranked.cut`), so a group that ends past k is not in it, and a depth cut drops it whole.
+
+One idea at about 760 lines: one ordering and every per-row piece the formulas read of it (the
+tie rules, gains, discounts and the ideal's sorted gains are stages of that one ranking).
 """
 
 from __future__ import annotations
