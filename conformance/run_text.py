@@ -242,8 +242,10 @@ def _family_head(f: dict) -> str:
 def class_matrix(result, families: list[dict]) -> list[str]:
     """One line per entry that gave a value of some family shown, one column per measure family:
     the entry's class over the family's case x measure rows (``=`` the base class on every row,
-    a letter the family's group of that letter below, ``.`` no value of that family); the
-    entries that ran and gave none are named in one line after the key."""
+    a letter the family's group of that letter below, ``.`` no value of that family); entries
+    next to each other with the same classes share a line (``xgboost, xgboost:ndcg-``) while
+    their names fit beside the columns within :data:`WIDTH`; the entries that ran and gave none
+    are named in one line after the key."""
     ran = [e.name for e in result.entries if result.available[e.name]]
     cell: dict[tuple[str, str], str] = {}
     for f in families:
@@ -252,14 +254,23 @@ def class_matrix(result, families: list[dict]) -> list[str]:
                 cell[(n, f["family"])] = g["letter"]
     names = [n for n in ran if any((n, f["family"]) in cell for f in families)]
     title = "agreement classes:"
-    width = max([len(n) for n in names] + [len(title)]) + 2
-    # the title heads the families' column, and the key follows the rows, so that the summary,
-    # the header and a line per entry are all the first screen holds before them
-    # (tests/cli/test_run_corpus.py: 50 lines)
-    lines = [title.ljust(width) + "  ".join(f["family"] for f in families)]
+    columns = "  ".join(f["family"] for f in families)
+    room = max([WIDTH - len(columns) - 2, len(title)] + [len(n) for n in names])
+    rows: list[tuple[list[str], tuple[str, ...]]] = []
     for n in names:
-        lines.append(n.ljust(width) + "  ".join(cell.get((n, f["family"]), ".").ljust(len(f["family"]))
-                                                 for f in families).rstrip())
+        marks = tuple(cell.get((n, f["family"]), ".") for f in families)
+        if rows and rows[-1][1] == marks and len(", ".join(rows[-1][0] + [n])) <= room:
+            rows[-1][0].append(n)
+        else:
+            rows.append(([n], marks))
+    width = max([len(", ".join(ns)) for ns, _ in rows] + [len(title)]) + 2
+    # the title heads the families' column, and the key follows the rows, so that the summary,
+    # the header and the entries' lines are all the first screen holds before them
+    # (tests/cli/test_run_corpus.py: 50 lines)
+    lines = [title.ljust(width) + columns]
+    for ns, marks in rows:
+        lines.append(", ".join(ns).ljust(width) + "  ".join(m.ljust(len(f["family"]))
+                                                           for m, f in zip(marks, families)).rstrip())
     lines += [f"('=': {result.anchor}'s class on every row, or the first class where {result.anchor} "
               "has none;",
               "'a', 'b', ...: the family's classes below; '.': no value)"]

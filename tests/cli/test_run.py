@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from conformance.io.cases import default_directory
-from run_screen import silent_entries
+from run_screen import matrix_rows, silent_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,23 +109,23 @@ def test_json_is_byte_identical_across_hash_seeds_and_has_the_schema(tmp_path):
     head = lines.index(next(x for x in lines if x.startswith("agreement classes:")))
     families = lines[head].split(":", 1)[1].split()
     key = next(i for i in range(head + 1, len(lines)) if lines[i].startswith("('=':"))
-    rows = lines[head + 1:key]
+    rows = matrix_rows(lines, head, key)
     assert key <= 50, "the class matrix does not fit the first screen"
     silent = silent_entries(lines, key)
-    assert sorted([r.split()[0] for r in rows] + silent) == sorted(
+    assert sorted([n for names, _ in rows for n in names] + silent) == sorted(
         n for n, lib in data["libraries"].items() if lib["available"])
-    assert all(len(r.split()) == 1 + len(families) for r in rows)
+    assert all(len(marks) == len(families) for _, marks in rows)
     # the matrix says what the comparisons say: trec_eval is the base class of every family
     # it computes, and an entry that gave no value or error of a family shows '.'
     from conformance.run_text import family_of
 
-    te = next(r.split() for r in rows if r.split()[0] == "trec_eval")
-    assert set(te[1:]) <= {"=", "."} and "=" in te
+    te = next(marks for names, marks in rows if "trec_eval" in names)
+    assert set(te) <= {"=", "."} and "=" in te
     answered = {(n, family_of(c["metric"])) for c in data["comparisons"] for n in c["values"]}
-    for r in rows:
-        name, *marks = r.split()
-        for fam, mark in zip(families, marks):
-            assert (mark != ".") == ((name, fam) in answered), (name, fam, mark)
+    for names, marks in rows:
+        for name in names:
+            for fam, mark in zip(families, marks):
+                assert (mark != ".") == ((name, fam) in answered), (name, fam, mark)
     for name in silent:  # named after the key: no value of any family shown
         assert not any((name, fam) in answered for fam in families), name
 

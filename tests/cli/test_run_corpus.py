@@ -9,7 +9,7 @@ import pytest
 
 from conformance.libs import all_entries
 from conformance.run_text import render, summary_line
-from run_screen import silent_entries
+from run_screen import matrix_rows, silent_entries
 
 # the worker that runs the report's corpus tests computes the corpus run once for both
 pytestmark = [pytest.mark.xdist_group("corpus")] + [pytest.mark.requires_library(e.name) for e in all_entries()]
@@ -30,17 +30,25 @@ def test_the_corpus_answer_fits_with_the_class_matrix_on_the_first_screen(corpus
     ran = [e.name for e in corpus_result.entries if corpus_result.available[e.name]]
     assert len(ran) == len(all_entries())
     key = next(i for i in range(head + 1, len(lines)) if lines[i].startswith("('=':"))
-    rows = lines[head + 1:key]
+    rows = matrix_rows(lines, head, key)
     assert key <= SCREEN, "the class matrix does not fit the first screen"
-    # an entry that gave no value of any family shown is named once, after the key
+    assert all(len(line) <= 100 for line in lines[head:key])
+    # an entry that gave no value of any family shown is named once, after the key; entries
+    # next to each other with the same marks share a line
     silent = silent_entries(lines, key)
-    assert [r.split()[0] for r in rows] == [n for n in ran if n not in silent]
+    assert [n for names, _ in rows for n in names] == [n for n in ran if n not in silent]
+    # two neighbouring lines with the same marks are apart only when their names together
+    # would not fit beside the columns in 100 characters
+    columns = lines[head][len("agreement classes:"):].strip()
+    for (x, a), (y, b) in zip(rows, rows[1:]):
+        assert a != b or len(", ".join(x + y)) > 100 - len(columns) - 2, (x, y)
+    assert all(len(marks) == len(families) for _, marks in rows)
     assert set(silent) <= set(ran) and len(silent) <= 3, silent
     assert {"nDCG", "AP", "RR", "P", "R"} <= set(families)
     # every letter in a column is a class line of that family's table below
     tables = "\n".join(lines[key:])
-    for col, fam in enumerate(families, start=1):
-        letters = {r.split()[col] for r in rows} - {"=", "."}
+    for col, fam in enumerate(families):
+        letters = {marks[col] for _, marks in rows} - {"=", "."}
         block = tables.split(f"\n{fam} (", 1)[1].split("\n\n", 1)[0]
         for letter in letters:
             assert f"\n  {letter}  apart by " in block or f"\n  {letter}  failed" in block, (fam, letter)

@@ -12,3 +12,13 @@ def silent_entries(lines: list[str], key: int) -> list[str]:
     if not after.startswith(head):
         return []
     return [n.strip() for n in after[len(head):].replace("\n", " ").split(",")]
+
+
+def matrix_rows(lines: list[str], head: int, key: int) -> list[tuple[list[str], list[str]]]:
+    """The class matrix's lines between its header (``head``) and its key (``key``), each as
+    (entry names, one mark per family): entries with the same marks may share a line, their
+    names joined by ", " in the column the header's title heads."""
+    header = lines[head]
+    width = len(header) - len(header[len("agreement classes:"):].lstrip())
+    return [([n.strip() for n in r[:width].split(",")], r[width:].split())
+            for r in lines[head + 1:key]]
