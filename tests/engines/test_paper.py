@@ -465,20 +465,25 @@ def test_exponential_gain_reproduces_and_trec_eval_does_not(hand_evidence):
 
 
 def test_nothing_reproduces_gives_the_nearest_miss(hand_evidence):
+    # 0.5000 was out of reach until discount=reciprocal: relevance from label 2 gives gains
+    # 0, 1, 0, DCG 1/2 over an ideal of 1 (by hand)
     res = answer(hand_evidence, [parse_reported("nDCG@3=0.5000")])
+    assert {r["discount"] for r in res.consistent_conventions} == {"reciprocal"}
+    res = answer(hand_evidence, [parse_reported("nDCG@3=0.6000")])
     assert res.consistent_conventions == [] and res.consistent_libraries == []
-    # the smallest nDCG@3 of the sweep, by hand: exponential gains 1, 3, 0 under Jarvelin's
-    # discount (ranks 1 and 2 weigh 1, rank 3 1/log2(3)): DCG 4; the ideal over k slots, three
-    # copies of the best gain 3: 3 + 3 + 3/log2(3) = 7.8928; 4/7.8928 = 0.506791, rounded to five
-    # places 0.50679 (0.00674 above the interval's top 0.50005)
+    # the nearest nDCG@3 of the sweep, by hand: linear gains 1, 2, 0 under Jarvelin's discount
+    # (ranks 1 and 2 weigh 1, rank 3 1/log2(3)): DCG 3; the ideal over k slots, three copies of
+    # the best gain 2: 2 + 2 + 2/log2(3) = 5.2619; 3/5.2619 = 0.570141, 0.029809 below the
+    # interval's bottom 0.59995 (the next above, 1/log2(3) = 0.63093, is 0.03088 above its top)
     (miss,) = res.misses
-    assert miss.value == pytest.approx(0.50679, abs=1e-12)
-    assert miss.gap == pytest.approx(0.50679 - 0.50005, abs=1e-12)
+    want = 3 / (4 + 2 / math.log2(3))
+    assert miss.value == pytest.approx(want, abs=1e-12)
+    assert miss.gap == pytest.approx(want - 0.59995, abs=1e-12)
     assert (miss.conventions["gain"], miss.conventions["discount"], miss.conventions["ideal"]) == (
-        "exponential", "jarvelin", "k_slots")
-    assert res.verdict.startswith("nDCG@3 = 0.5000 is not reproducible under any convention set swept;"
-                                  " the nearest nDCG@3 is 0.5068, 0.0067 above")
-    assert "gain=exponential, discount=jarvelin, ideal=k_slots" in res.verdict
+        "linear", "jarvelin", "k_slots")
+    assert res.verdict.startswith("nDCG@3 = 0.6000 is not reproducible under any convention set swept;"
+                                  " the nearest nDCG@3 is 0.5701, 0.0298 below")
+    assert "discount=jarvelin, ideal=k_slots" in res.verdict
 
 
 def test_several_values_narrow_the_answer_jointly(hand_evidence):
