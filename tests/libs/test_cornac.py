@@ -122,11 +122,11 @@ def test_ties_follow_argsort_reversed():
     assert value("RR", [("u1", "b", 1)], tied) == 0.5
 
 
-def test_auc_ncrr_graded_dcg_and_map_at_k_are_not_claimed():
+def test_ncrr_graded_dcg_map_at_k_and_auc_at_k_are_not_claimed():
     e = entry("cornac")
-    for text in ("AP@5", "AUROC", "DCG@5", "Rprec"):
+    for text in ("AP@5", "AUROC@5", "DCG@5", "Rprec"):
         assert not e.supports(parse_measure(text)), text
-    assert e.supports(parse_measure("AP"))
+    assert e.supports(parse_measure("AP")) and e.supports(parse_measure("AUROC"))
 
 
 # items n, r1, r2 (r1 and r2 positive) under three scorings
@@ -173,3 +173,58 @@ def test_map_gives_nan_when_no_positive_is_ranked_and_the_entry_refuses():
                                         pd_scores=np.array([2.0, 1.0]), gt_pos=np.array([0])))
     lv = call("cornac", "AP", [("u1", "a", 1)], [("u1", "b", 1.0)])
     assert lv.error is not None and "MAP gives NaN" in lv.error
+
+
+def auc(scores, positives, items=None) -> float:
+    from cornac.metrics import AUC
+
+    scores = np.asarray(scores, dtype=np.float64)
+    items = np.arange(len(scores)) if items is None else np.asarray(items)
+    return AUC().compute(item_indices=items, pd_scores=scores, gt_pos=np.asarray(positives))
+
+
+def test_auc_is_the_share_of_pairs_ranked_right_over_the_list():
+    # scores 3, 2, 1, positive item 1: pairs (1, 0) wrong, (1, 2) right: 1/2
+    assert auc([3.0, 2.0, 1.0], [1]) == pytest.approx(1 / 2)
+    # as the adapter hands it: positives a, f (f not in the list), list c 3, a 2, e 1: the same
+    # two pairs, f in none
+    assert value("AUROC") == pytest.approx(1 / 2)
+    assert not entry("cornac").supports(parse_measure("AUROC@3"))
+
+
+def test_auc_counts_a_tied_pair_zero():
+    # scores 2, 1, 1 with the two tied items positive: both pairs against item 0 wrong: 0
+    assert auc([2.0, 1.0, 1.0], [1, 2]) == 0.0
+    # positives 0 and 1 (scores 2, 1), negative 2 (score 1): (0, 2) right, (1, 2) tied: 1/2
+    assert auc([2.0, 1.0, 1.0], [0, 1]) == pytest.approx(1 / 2)
+    # one positive tied with one negative: 0 (1/2 under average, 1 under optimistic)
+    assert auc([1.0, 1.0], [0]) == 0.0
+    qrels = [("u1", "a", 1), ("u1", "b", 1)]
+    assert value("AUROC", qrels, [("u1", "a", 2.0), ("u1", "b", 1.0), ("u1", "c", 1.0)]) \
+        == pytest.approx(1 / 2)
+    assert value("AUROC", [("u1", "b", 1)], [("u1", "a", 1.0), ("u1", "b", 1.0)]) == 0.0
+    assert value("AUROC", [("u1", "a", 1)], [("u1", "a", 1.0), ("u1", "b", 1.0)]) == 0.0
+    assert entry("cornac").profile(parse_measure("AUROC")).ties == "pessimistic"
+
+
+def test_auc_counts_a_document_listed_twice_at_each_listing():
+    # a (positive) listed at 2 and at 0.5, b (negative) at 1: (a@2, b) right, (a@0.5, b) wrong
+    assert auc([2.0, 0.5, 1.0], [0], items=[0, 0, 1]) == pytest.approx(1 / 2)
+    run = [("u1", "a", 2.0), ("u1", "a", 0.5), ("u1", "b", 1.0)]
+    assert value("AUROC", [("u1", "a", 1)], run) == pytest.approx(1 / 2)
+
+
+def test_auc_gives_nan_without_a_positive_or_a_negative_and_the_entry_refuses():
+    with np.errstate(invalid="ignore"):  # 0 / 0 of numpy integers
+        assert math.isnan(auc([2.0, 1.0], [0, 1]))  # every item positive
+        assert math.isnan(auc([2.0, 1.0], [7]))  # no positive in the list
+    e = entry("cornac")
+    m = parse_measure("AUROC")
+    for qrels, run in (([("u1", "a", 1)], [("u1", "a", 1.0)]),
+                       ([("u1", "a", 1)], [("u1", "b", 1.0)])):
+        lv = call("cornac", "AUROC", qrels, run)
+        assert lv.error is not None and "AUC gives NaN" in lv.error
+        assert e.known_failure(Qrels.from_records(qrels), Run.from_records(run), m) == lv.error
+    # a positive and a negative in the list: not refused
+    assert e.known_failure(Qrels.from_records([("u1", "a", 1)]),
+                           Run.from_records([("u1", "a", 1.0), ("u1", "b", 2.0)]), m) is None
