@@ -35,8 +35,8 @@ AP                  ``MAP()`` (no cutoff: the class takes none)
 AUROC               ``AUC()`` (no cutoff: the class takes none)
 ==================  ============================================
 
-Not supported, and why: ``NCRR`` (cumulative reciprocal rank
-over its ideal) is a measure family the reference does not have.
+Not supported, and why: ``NCRR`` is no family of its own: it is nDCG with a 1/rank discount,
+offered by the entry ``cornac:ncrr`` (below).
 
 Facts behind the profile (cornac 3.0.1, ``cornac/metrics/ranking.py`` and
 ``cornac/models/recommender.py``; each confirmed live by ``tests/libs/test_cornac.py``):
@@ -80,6 +80,15 @@ Facts behind the profile (cornac 3.0.1, ``cornac/metrics/ranking.py`` and
 - ties: ``Recommender.rank`` orders by ``argsort()[::-1]``, numpy's default (unstable)
   quicksort reversed: no rule for tied scores (``ties=unspecified``, the reference's range);
 - scores float64, as the model's scores are passed to ``argsort``;
+- NCRR (entry ``cornac:ncrr``, its nDCG, ``NCRR_PROFILE``): ``NCRR(k).compute(gt_pos, pd_rank)``
+  sums 1 / rank over the positives in ``pd_rank[:k]`` (the whole ranking with k = -1), binary
+  gain over a 1/rank discount (``discount=reciprocal``), and divides by the sum of 1 / i for i
+  up to ``min(len(gt_pos), len(pd_rank[:k]))``: the judged ideal cut at min(k, n)
+  (``ideal=judged_to_list``); 0.0 when no positive is ranked. Live: positives {a, f}, list
+  c, a, e: (1/2) / (1 + 1/2) = 1/3, with k = -1, 3 or 5; positives {a, b, c}, list z, a, k = 5:
+  (1/2) / (1 + 1/2) = 1/3 (the judged ideal would give (1/2) / (1 + 1/2 + 1/3)); four
+  positives, list a, z, b, c: NCRR@2 = 1 / (1 + 1/2), NCRR = (1 + 1/3 + 1/4) / (1 + 1/2 + 1/3
+  + 1/4) = 0.76; positive {a}, list a, a, b: NCRR@3 = 1.5 (``duplicates=keep``);
 - users: ``ranking_eval`` scores the test users (here: the run's users that have judgments) and
   skips one with no positive item (``empty_query=skip``).
 """
@@ -119,6 +128,13 @@ MAP_PROFILE = PROFILE.replace(
 # AUC: the same, but its tie rule
 AUC_PROFILE = PROFILE.replace(
     ties="pessimistic",  # ranking.py AUC.compute: (ui_scores > uj_scores): a tied pair counts 0
+)
+
+# NCRR (entry cornac:ncrr, as nDCG): PROFILE with its discount and its ideal
+NCRR_PROFILE = PROFILE.replace(
+    discount="reciprocal",  # ranking.py NCRR.compute: crr = np.sum(1.0 / rec_rank), rank from 1
+    # NCRR.compute: icrr over 1..min(len(gt_pos), len(truncated_pd_rank)): the ideal cut at min(k, n)
+    ideal="judged_to_list",
 )
 
 _CLASSES = {  # family -> (class in cornac.metrics, takes k)
@@ -240,4 +256,29 @@ class CornacEntry(Entry):
         return LibraryValues(per_query=per_query)
 
 
-ENTRIES: list[Entry] = [CornacEntry()]
+class CornacNCRREntry(CornacEntry):
+    """``NCRR(k)`` on the same translation, offered as nDCG under ``NCRR_PROFILE``."""
+
+    name = "cornac:ncrr"
+    description = "cornac.metrics NCRR (1/rank discount, ideal cut at min(k, n)) as nDCG"
+    support = Support(families=frozenset({"nDCG"}), free_axes=frozenset({"relevance_threshold"}))
+
+    def profile(self, measure: Measure) -> Conventions:
+        return NCRR_PROFILE
+
+    def default_profile(self) -> Conventions:
+        return NCRR_PROFILE
+
+    def _evaluate(self, qrels: Qrels, run: Run, measure: Measure) -> LibraryValues:
+        declined = self.declined(qrels, run, measure)
+        if declined is not None:
+            return declined
+        from cornac.metrics import NCRR
+
+        metric = NCRR(k=measure.cutoff if measure.cutoff is not None else -1)
+        return LibraryValues(per_query={
+            qid: float(metric.compute(gt_pos=gt_pos, pd_rank=pd_rank))
+            for qid, gt_pos, pd_rank, _, _ in _users(qrels, run, self._threshold(measure))})
+
+
+ENTRIES: list[Entry] = [CornacEntry(), CornacNCRREntry()]

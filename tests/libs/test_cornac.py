@@ -228,3 +228,66 @@ def test_auc_gives_nan_without_a_positive_or_a_negative_and_the_entry_refuses():
     # a positive and a negative in the list: not refused
     assert e.known_failure(Qrels.from_records([("u1", "a", 1)]),
                            Run.from_records([("u1", "a", 1.0), ("u1", "b", 2.0)]), m) is None
+
+
+# NCRR, offered by the entry cornac:ncrr as nDCG under NCRR_PROFILE
+
+
+def ncrr(name: str, qrels=QRELS, run=RUN, user: str = "u1") -> float:
+    lv = call("cornac:ncrr", name, qrels, run)
+    assert lv.error is None, lv.error
+    return lv.per_query[user]
+
+
+def test_ncrr_is_binary_gain_over_rank_with_the_ideal_cut_at_min_k_r():
+    from cornac.metrics import NCRR
+
+    # positives a, f (f not ranked), list c, a, e: a at rank 2, 1/2; the ideal min(k, n, R) = 2
+    # slots, 1 + 1/2; the same with k = -1 (no cutoff), 3, and 5 (past the list)
+    for name in ("nDCG", "nDCG@3", "nDCG@5"):
+        assert ncrr(name) == pytest.approx((1 / 2) / (1 + 1 / 2), abs=1e-15), name
+    assert ncrr("nDCG@1") == 0.0  # a is not in the top 1: 0 over the ideal 1
+    # four positives, list a, z, b, c: more positives than k = 2, the ideal is 2 slots
+    gt, rank = np.array([0, 1, 2, 3]), np.array([0, 9, 1, 2])
+    assert NCRR(2).compute(gt_pos=gt, pd_rank=rank) == pytest.approx(1 / (1 + 1 / 2))
+    four = [("u1", d, 1) for d in "abcd"]
+    listed = [("u1", "a", 4.0), ("u1", "z", 3.0), ("u1", "b", 2.0), ("u1", "c", 1.0)]
+    assert ncrr("nDCG@2", four, listed) == pytest.approx(1 / (1 + 1 / 2), abs=1e-15)
+    # no cutoff: a, b, c at 1, 3, 4 over the ideal of n = 4 slots (R = 4)
+    assert ncrr("nDCG", four, listed) == pytest.approx(
+        (1 + 1 / 3 + 1 / 4) / (1 + 1 / 2 + 1 / 3 + 1 / 4), abs=1e-15)
+    p = entry("cornac:ncrr").profile(parse_measure("nDCG@5"))
+    assert (p.gain, p.discount) == ("binary", "reciprocal")
+
+
+def test_ncrr_ideal_is_cut_at_the_list_s_length():
+    from cornac.metrics import NCRR
+
+    # positives 0, 1, 2; list 9, 0; k = 5: icrr over min(3, len(pd_rank[:5]) = 2) ranks,
+    # (1/2) / (1 + 1/2) = 1/3, where the judged ideal (3 slots) would give 3/11
+    assert NCRR(5).compute(gt_pos=np.array([0, 1, 2]), pd_rank=np.array([9, 0])) == \
+        pytest.approx(1 / 3)
+    three = [("u1", d, 1) for d in "abc"]
+    short = [("u1", "z", 2.0), ("u1", "a", 1.0)]
+    assert ncrr("nDCG@5", three, short) == pytest.approx((1 / 2) / (1 + 1 / 2), abs=1e-15)
+    assert ncrr("nDCG", three, short) == pytest.approx((1 / 2) / (1 + 1 / 2), abs=1e-15)
+    assert entry("cornac:ncrr").profile(parse_measure("nDCG@5")).ideal == "judged_to_list"
+
+
+def test_ncrr_scores_0_when_no_positive_is_ranked_and_counts_a_duplicate_twice():
+    from cornac.metrics import NCRR
+
+    assert NCRR().compute(gt_pos=np.array([0]), pd_rank=np.array([1, 2])) == 0.0
+    assert ncrr("nDCG", [("u1", "a", 1)], [("u1", "b", 1.0)]) == 0.0
+    # positive a listed twice, then b: (1 + 1/2) over the ideal of min(R = 1, 3) = 1 slot
+    assert NCRR(3).compute(gt_pos=np.array([0]), pd_rank=np.array([0, 0, 1])) == \
+        pytest.approx(1.5)
+    twice = [("u1", "a", 2.0), ("u1", "a", 1.5), ("u1", "b", 1.0)]
+    assert ncrr("nDCG@3", [("u1", "a", 1)], twice) == pytest.approx(1.5, abs=1e-15)
+
+
+def test_ncrr_entry_offers_only_ndcg():
+    e = entry("cornac:ncrr")
+    assert e.supports(parse_measure("nDCG@10")) and e.supports(parse_measure("nDCG"))
+    for text in ("P@5", "RR", "AP", "DCG@5"):
+        assert not e.supports(parse_measure(text)), text

@@ -399,6 +399,25 @@ def test_relevant_document_not_retrieved(ideal, printed, arithmetic):
     assert round(value, 4) == printed
 
 
+@pytest.mark.parametrize(
+    "cutoff, arithmetic",
+    [
+        # positives a, b, c, d; list a, z, b, c; binary gain over rank
+        (2, 1 / (1 + 1 / 2)),  # a at 1; the ideal min(2, 4) slots
+        (None, (1 + 1 / 3 + 1 / 4) / (1 + 1 / 2 + 1 / 3 + 1 / 4)),  # ideal n = 4 slots
+        (10, (1 + 1 / 3 + 1 / 4) / (1 + 1 / 2 + 1 / 3 + 1 / 4)),  # cut at n = 4, not 10
+    ],
+)
+def test_ncrr_is_ndcg_with_the_reciprocal_discount(cutoff, arithmetic):
+    """Cornac's NCRR: binary gain, 1/rank discount, the judged ideal cut at min(k, n)."""
+    m = M("nDCG", cutoff)
+    qrels = [("q", d, 1) for d in "abcd"]
+    run = [("q", "a", 4.0), ("q", "z", 3.0), ("q", "b", 2.0), ("q", "c", 1.0)]
+    conv = Conventions(gain="binary", discount="reciprocal", ideal="judged_to_list")
+    value = evaluate_rows(qrels, run, [m], conv).aggregate(m)
+    assert value == pytest.approx(arithmetic, abs=TOL)
+
+
 # --------------------------------------------------------------------------------------------
 # Edge cases of single families
 # --------------------------------------------------------------------------------------------
