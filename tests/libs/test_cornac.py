@@ -122,7 +122,7 @@ def test_ties_follow_argsort_reversed():
     assert value("RR", [("u1", "b", 1)], tied) == 0.5
 
 
-def test_ncrr_graded_dcg_map_at_k_and_auc_at_k_are_not_claimed():
+def test_graded_dcg_map_at_k_and_auc_at_k_are_not_claimed():
     e = entry("cornac")
     for text in ("AP@5", "AUROC@5", "DCG@5", "Rprec"):
         assert not e.supports(parse_measure(text)), text
