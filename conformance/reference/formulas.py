@@ -557,12 +557,16 @@ RANK_RULE_FAMILIES = frozenset({
 
 def _refusing_shared_ranks(formula):
     """``formula``, refusing under ``ties=group_last`` a list with a tied group (rows of one
-    query sharing a rank): the family reads ranks other than through the per-row pieces."""
+    query sharing a rank) in the rows it reads (its top k; a group whose last rank is past k is
+    not among them, :meth:`Ranked.cut`): the family reads ranks other than through the per-row
+    pieces."""
     def checked(ctx: Context, m: Measure) -> Result:
         if ctx.tie_rule == "group_last":
             r = ctx.ranked
             shared = r.pos[1:] == r.pos[:-1]
             shared[r.start[(r.n > 0) & (r.start > 0)] - 1] = False  # a query's first row
+            if m.cutoff is not None:
+                shared &= r.pos[1:] <= clamp_cutoff(m.cutoff)
             if shared.any():
                 raise EvaluationError(
                     f"{m.text} under ties=group_last: a tied group shares one rank, and this "

@@ -1178,3 +1178,12 @@ def test_group_last_refuses_a_tied_list_where_a_family_reads_positions():
     untied = [("q", d, float(5 - i)) for i, d in enumerate("xabcd")]
     assert _values(GROUPED_QRELS, untied, ["Rprec"], ties="group_last") == pytest.approx(
         [3 / 4], abs=TOL)
+
+
+def test_group_last_refuses_only_a_tie_among_the_rows_a_cut_measure_reads():
+    # the group ends at 4: past k = 1 (ERR@1 reads x alone), within k = 4. ERR@1 with x's
+    # label 1 under the default err_max_grade 4: (2^1 - 1) / 2^4
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["ERR@1"], ties="group_last") == pytest.approx(
+        [1 / 16], abs=TOL)
+    with pytest.raises(EvaluationError, match="ties=group_last"):
+        _values(GROUPED_QRELS, GROUPED_RUN, ["ERR@4"], ties="group_last")
