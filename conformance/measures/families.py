@@ -205,6 +205,16 @@ class Family:
     negative label under ``negative_labels=unjudged`` is pooled but unjudged; infAP).
     ``gains_read_threshold``: a graded family that reads the relevance threshold only through
     its gains (``threshold_scope=graded``, or ``gain=binary``), never through R.
+    ``reads_annotation``: its formula ranks the rows by whether any qrels row names them
+    (``Context.unannotated``: BEIR's Hole), not by relevance: a ranking of its own, which the
+    one-ranking tie check and the sweep's shared contexts do not hold.
+    ``tie_proof``: the proof by which one ranking tells whether the order of tied documents
+    changes the value (``reference.tiecheck``, whose docstring states each): "gain_positions"
+    (a tied group of unequal gains within the reach), "relevance_positions" (one of mixed
+    relevance within the reach), "first_relevant" (the first group holding a relevant
+    document is mixed), "count" (a mixed group straddles the cut), "count_first" ("count",
+    with no relevant document above the group); "" (none proven: any group of unequal labels
+    within the depth sends the question to an evaluation under ``ties=unspecified``).
     """
 
     name: str
@@ -225,6 +235,8 @@ class Family:
     reads_labels: bool = False
     reads_pool: bool = False
     gains_read_threshold: bool = False
+    reads_annotation: bool = False
+    tie_proof: str = ""
 
     def __post_init__(self) -> None:
         if not self.ends:
@@ -333,12 +345,14 @@ FAMILIES: dict[str, Family] = {
                    _trec("ndcg", gains=True), _trec("ndcg_cut", cut=True),
                    _ranx("ndcg"), _ranx("ndcg_burges", fixed=_EXP)),
             gains_read_threshold=True,
+            tie_proof="gain_positions",
         ),
         Family(
             "DCG", "discounted cumulative gain", "sum over ranks i <= k of gain(i) x discount(i)",
             kind="graded", cutoff="optional", groups=_GRADED_GROUPS, bounded=False,
             names=(_ir("DCG", native=False), _ranx("dcg"), _ranx("dcg_burges", fixed=_EXP)),
             gains_read_threshold=True,
+            tie_proof="gain_positions",
         ),
         Family(
             "P", "precision",
@@ -357,6 +371,7 @@ FAMILIES: dict[str, Family] = {
                 _trec("set_P"),
                 _ranx("precision"),
             ),
+            tie_proof="count",
         ),
         Family(
             "R", "recall", "relevant in the top k / R",
@@ -370,6 +385,7 @@ FAMILIES: dict[str, Family] = {
                 _trec("set_recall"),
                 _ranx("recall"),
             ),
+            tie_proof="count",
         ),
         Family(
             "Rcap", "capped recall: recall whose denominator is at most k (BEIR's and MTEB's "
@@ -388,6 +404,7 @@ FAMILIES: dict[str, Family] = {
             kind="binary", cutoff="required",
             groups=("input", "aggregation", "ordering", "depth"),
             names=(_ir("Hole", native=False, bare_error="Hole needs a cutoff, such as Hole@10"),),
+            reads_annotation=True,
         ),
         Family(
             "F1", "F-measure, the weighted harmonic mean of P@k and R@k (F1 when beta = 1)",
@@ -410,6 +427,7 @@ FAMILIES: dict[str, Family] = {
             names=(_ir("Success", cutoff="required"),
                    _trec("success", cut=True, default_cutoffs="1,5,10"),
                    _ranx("hit_rate")),
+            tie_proof="count_first",
         ),
         Family(
             "RR", "reciprocal rank of the first relevant document",
@@ -418,6 +436,7 @@ FAMILIES: dict[str, Family] = {
             # trec_eval accepts recip_rank.k and ignores k (rr_cutoff=ignore in its profile)
             names=(_ir("RR"), _ir("MRR", alias=True), _trec("recip_rank", cutoff="optional"),
                    _ranx("mrr")),
+            tie_proof="first_relevant",
         ),
         Family(
             "GranularRR", "mean of 1/rank over every relevant document in the top k (LlamaIndex's "
@@ -432,6 +451,7 @@ FAMILIES: dict[str, Family] = {
             names=(_ir("AP"), _ir("MAP", alias=True),
                    _trec("map"), _trec("map_cut", cut=True), _trec("gm_map", fixed=_GM),
                    _ranx("map")),
+            tie_proof="relevance_positions",
         ),
         Family(
             "Rprec", "precision at rank R", "relevant in the top R / R",
@@ -479,6 +499,7 @@ FAMILIES: dict[str, Family] = {
             aggregate="sum", bounded=False,
             names=(_ir("NumRelRet"), _trec("num_rel_ret")),
             reach="whole",
+            tie_proof="count",
         ),
         Family(
             "NumNonRelJudgedRet", "number of judged non-relevant retrieved documents",

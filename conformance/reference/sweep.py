@@ -428,7 +428,7 @@ class Sweep:
                 continue
             filled[fkey] = block
             scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
-            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.family == "Hole":
+            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.record.reads_annotation:
                 # each tie order settles its own empty queries before the range is taken, and
                 # some measures refuse what only the averaged grouping detects; a curve is
                 # averaged over the whole evaluation; exponential gains beyond a double are

@@ -41,7 +41,7 @@ def _reach(m: Measure, conv: Conventions) -> int | None:
     reach, k = m.record.reach, m.cutoff
     if k is None or reach == "whole":
         return None
-    if m.family == "RR" and conv.rr_cutoff == "ignore":  # the cutoff is read and ignored
+    if "rr_cutoff" in m.record.axes and conv.rr_cutoff == "ignore":  # read and ignored
         return None
     return 2 * k if reach == "twice_cutoff" else k
 

@@ -13,24 +13,25 @@ Why it is exact. The two end orders sort each tie group (equal query and sort ke
 the family's value rises with, then by document id; rows outside tie groups keep their rank.
 So a group whose rows are equal in that key is ordered alike at both ends, and then:
 
-- DCG, nDCG (ends ``gain``), under a strictly decreasing discount (``log2``): the value
-  differs when some group whose gains differ starts within the reach (cutoff, depth): the
-  rearrangement inequality is strict for unequal gains at strictly decreasing positive weights.
-- AP (ends ``label``, a denominator the order cannot change): some group of mixed relevance
-  starts within the reach; its relevant documents are earlier, or more of them inside the cut,
-  at the optimistic end.
-- RR: the first group holding a relevant document is of mixed relevance and starts within the
-  reach (RR is 1 / the rank of its first relevant document).
-- P, R, NumRelRet (counts in the top k): a group of mixed relevance straddles the cut (rows
-  on both sides of it); Success: the same with no relevant document above the group and room
-  at the pessimistic end for only non-relevant ones inside the cut.
+- ``gain_positions`` (DCG, nDCG; ends ``gain``), under a strictly decreasing discount
+  (``log2``): the value differs when some group whose gains differ starts within the reach
+  (cutoff, depth): the rearrangement inequality is strict for unequal gains at strictly
+  decreasing positive weights.
+- ``relevance_positions`` (AP; ends ``label``, a denominator the order cannot change): some
+  group of mixed relevance starts within the reach; its relevant documents are earlier, or more
+  of them inside the cut, at the optimistic end.
+- ``first_relevant`` (RR): the first group holding a relevant document is of mixed relevance
+  and starts within the reach (RR is 1 / the rank of its first relevant document).
+- ``count`` (P, R, NumRelRet: counts in the top k): a group of mixed relevance straddles the
+  cut (rows on both sides of it); ``count_first`` (Success): the same with no relevant document
+  above the group and room at the pessimistic end for only non-relevant ones inside the cut.
 
-Relevance is monotone in the label key only for a threshold above 0 (unjudged sorts as label
-0), so the rules apply under ``relevance_threshold > 0`` and the plain conventions listed in
-:func:`_rules_apply`. Any other family or convention gets the one test that holds for all: a
-tie group whose rows carry equal labels (and pool state) is ordered alike at both ends, so
-no such group within the depth means no change; otherwise :func:`changed` returns None and the
-caller evaluates under ``ties=unspecified`` (``statement.tied_queries``).
+Each family names its proof in its record (``Family.tie_proof``). Relevance is monotone in the
+label key only for a threshold above 0 (unjudged sorts as label 0), so the rules apply under
+``relevance_threshold > 0`` and the plain conventions listed in :func:`_rules_apply`. Any other
+family or convention gets the one test that holds for all: a tie group whose rows carry equal
+labels (and pool state) is ordered alike at both ends, so no such group within the depth means
+no change; otherwise :func:`changed` returns None and the caller evaluates under ``ties=unspecified`` (``statement.tied_queries``).
 """
 
 from __future__ import annotations
@@ -147,21 +148,21 @@ def find(order: np.ndarray, primary: np.ndarray, pos: np.ndarray, labels: np.nda
     return TieGroups(pairs, pos, labels, pooled, start, threshold, gain_of)
 
 
-POSITIONAL_GAIN = ("nDCG", "DCG")
-COUNTS = ("P", "R", "NumRelRet", "Success")
-
-
 def _rules_apply(m, conv, shifted: bool) -> bool:
+    """Whether the family's proof (``Family.tie_proof``) holds under ``conv``: each needs a
+    denominator the order cannot change, and the positional ones a strictly decreasing
+    discount."""
     if (conv.rounding is not None or conv.mean != "arithmetic" or conv.duplicates == "set"
             or conv.batch != "per_query" or not conv.relevance_threshold > 0):
         return False
-    if m.family in POSITIONAL_GAIN:
+    proof = m.record.tie_proof
+    if proof == "gain_positions":
         return conv.discount == "log2" and conv.ideal in ("judged", "judged_to_list") and not shifted
-    if m.family == "AP":
+    if proof == "relevance_positions":
         return conv.ideal == "judged" and conv.ap_denominator != "retrieved_relevant"
-    if m.family == "RR":
+    if proof == "first_relevant":
         return True
-    if m.family in COUNTS:
+    if proof in ("count", "count_first"):
         return conv.ideal == "judged"
     return False
 
@@ -177,7 +178,7 @@ def changed(m, conv, ranked, empty: np.ndarray, shifted: bool = False) -> np.nda
     the value is empty for (settled by ``empty_query`` alike in every order). None when only
     an evaluation under ``ties=unspecified`` can tell."""
     tg = ranked.ties
-    if tg is None or m.family == "Hole":  # Hole orders ties by another key (annotated or not)
+    if tg is None or m.record.reads_annotation:  # its ties are ordered by another key
         return None
     shifted = shifted or tg._gain_of is None  # gains not compared: no rule reads them
     out = np.zeros(ranked.n_queries, bool)
@@ -189,14 +190,14 @@ def changed(m, conv, ranked, empty: np.ndarray, shifted: bool = False) -> np.nda
         if (tg.label_varied() & (tg.first <= reach)).any():
             return None
         return out
-    fam = m.family
-    if fam in POSITIONAL_GAIN or fam == "AP" or fam == "RR":
-        k = m.cutoff if (fam != "RR" or conv.rr_cutoff == "honour") else None
-        reach = _min(k, depth)
-        hit = tg.gain_varied() if fam in POSITIONAL_GAIN else tg.mixed()
+    proof = m.record.tie_proof
+    if proof in ("gain_positions", "relevance_positions", "first_relevant"):
+        ignored = "rr_cutoff" in m.record.axes and conv.rr_cutoff == "ignore"
+        reach = _min(None if ignored else m.cutoff, depth)
+        hit = tg.gain_varied() if proof == "gain_positions" else tg.mixed()
         if reach is not None:
             hit = hit & (tg.first <= reach)
-        if fam == "RR":
+        if proof == "first_relevant":
             hit = hit & (tg.before == 0)
     else:
         cut = _min(m.cutoff, depth)
@@ -204,6 +205,6 @@ def changed(m, conv, ranked, empty: np.ndarray, shifted: bool = False) -> np.nda
             return out
         inside = cut - tg.first + 1  # the group's rows inside the cut
         hit = tg.mixed() & (inside > 0) & (inside < tg.size)
-        if fam == "Success":  # a relevant row inside the cut at both ends, or at neither
+        if proof == "count_first":  # a relevant row inside the cut at both ends, or at neither
             hit &= (tg.before == 0) & (inside <= tg.size - tg.rel())
     return tg.per_query(hit) & ~empty

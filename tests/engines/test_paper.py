@@ -164,7 +164,7 @@ def by_evaluate(sweep: Sweep, m: Measure, conv: Conventions) -> bool:
     ties=unspecified, a curve, Hole, exponential gains scaled beyond a double): comparing such a
     cell with evaluate() would compare evaluate with itself, so the sample leaves it out."""
     conv = m.conventions(conv)
-    return (conv.ties == "unspecified" or m.aggregate == "curve" or m.family == "Hole"
+    return (conv.ties == "unspecified" or m.aggregate == "curve" or m.record.reads_annotation
             or (conv.gain == "exponential" and sweep.facts.top_label > EXPONENTIAL_HEADROOM))
 
 
@@ -244,7 +244,7 @@ def test_sweep_equals_evaluate_on_generated_cases(case):
 # the test's time and check nothing (their cells are evaluate()'s own values)
 SAMPLED_MEASURES = [m for m in SWEEP_MEASURES
                     if not (dict(m.overrides).get("ties") == "unspecified" or m.aggregate == "curve"
-                            or m.family == "Hole")]
+                            or m.record.reads_annotation)]
 
 
 def test_a_score_float32_rounds_to_zero_is_masked_in_every_cell_that_reads_it_as_float32():

@@ -594,7 +594,7 @@ def test_all_queries_at_once_equal_each_query_alone(case, conv):
     together = evaluate_each(*inputs(case), ms, conv)
     alones = [evaluate_each(*inputs([q]), ms, conv) for q in case]
     for m in ms:
-        if m.family == "Hole":
+        if m.record.reads_annotation:
             # a document judged for any query is annotated for every query (BEIR's and MTEB's
             # definition): a query's Hole reads the other queries' judgments, by design
             # (test_hole_reads_the_judgments_of_every_query)

@@ -483,3 +483,17 @@ def test_canonical_name_reads_back_to_the_same_measure(m):
     back = parse_measure(m.canonical)
     assert back == m
     assert back.text == m.canonical
+
+
+def test_no_stage_of_the_reference_tests_a_family_by_its_name():
+    """What decides a family's arithmetic is its record (``Family`` fields) or a table keyed by
+    family (``FORMULAS``, ``CURVES``, ``RATIO_PARTS``); a branch on a family's name in the
+    reference's stages (``m.family == "AP"``) is a fact kept outside the records."""
+    from pathlib import Path
+
+    import conformance.reference as reference
+
+    named = re.compile(r"\bfamily\s*(?:==|!=)\s*[\"']|\bfamily\s+(?:not\s+)?in\s+[(\[{][\"']")
+    found = [f"{p.name}:{i}" for p in sorted(Path(reference.__file__).parent.glob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if named.search(line)]
+    assert not found, found
