@@ -55,7 +55,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    DCG of the whole, depth-cut list) from one pass over the whole list per ordering (or none,
    without a depth cut: the whole list's labels do not depend on the order), and serves it to
    the reference's formulas through a :class:`Context` subclass (``_SweepContext``);
-5. shares the judged ideal DCG between every context with the same gains and discount;
+5. shares the ideal DCG: the judged one (and ``k_slots``'s, at a cutoff) between every
+   context with the same gains and discount; the whole lists' (``ideal=retrieved``) between
+   every cut list whose rows holding its largest gains are equal (a digest of them);
 6. treats ``empty_query`` and ``query_set`` as aggregation only: per-query values are computed
    once over every judged query, and each (empty rule, query set) pair is a mean over a
    selection of them, as ``Evaluation.aggregate`` takes it; aggregation reads nothing but

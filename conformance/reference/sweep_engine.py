@@ -3,7 +3,7 @@ that every combination of conventions shares, and the reference's own :class:`Co
 them (``_SweepContext``), so each combination's value is the reference's arithmetic on shared
 intermediate values (see ``conformance.reference.sweep`` for what is shared and why).
 
-One idea at about 640 lines: the engine (``_Engine``) and the two views of its rows it hands
+One idea at about 680 lines: the engine (``_Engine``) and the two views of its rows it hands
 the reference's formulas (``_SweepContext`` over a ranked prefix, ``_Whole`` for what only the
 whole lists show) cannot be read apart.
 """
@@ -100,26 +100,43 @@ class _Whole:
     """
 
     def __init__(self, labels: np.ndarray, q: np.ndarray, nq: int, k_top: int | None,
-                 grouped: Callable[[Conventions], Ranked] | None = None) -> None:
+                 grouped: Callable[[Conventions], Ranked] | None = None,
+                 shared: dict | None = None) -> None:
         self.nq = nq
         self._labels, self._q = labels, q
         self._grouped = grouped
+        self._k_top = k_top
         self._R: dict[int, np.ndarray] = {}
         self._idcg: dict[tuple, np.ndarray] = {}
+        # the ideal DCGs of every _Whole of the engine, by a digest of the rows they read
+        self._shared: dict = {} if shared is None else shared
+        self._tops: dict[bool, tuple] = {}
         self._mixed: dict[int, bool] = {}
         self._varied: dict[tuple, bool] = {}
-        # the ideal DCG at k reads the k largest gains of each list; every swept gain is
-        # non-decreasing in the label (unjudged = gain 0 = label 0), so the k_top largest
-        # labels hold them
-        if k_top is not None and labels.size:
-            order = np.lexsort((-np.nan_to_num(labels, nan=0.0), q))
-            qs = q[order]
-            start, n = segments(qs, nq)
-            pos = np.arange(qs.size) - start[qs]
-            keep = order[pos < k_top]
-            self._top_labels, self._top_q = labels[keep], q[keep]
-        else:
-            self._top_labels, self._top_q = labels, q
+
+    def _top(self, unjudged_lowest: bool) -> tuple[np.ndarray, np.ndarray, bytes]:
+        """(labels, query, digest of both) of each list's ``k_top`` rows of largest label,
+        unjudged read as label 0 or, with ``unjudged_lowest``, below every label; equal labels
+        (and 0 against unjudged) in one fixed order, so lists holding the same labels give the
+        same rows. The ideal DCG at k <= k_top reads the k largest gains of each list: they
+        are among these rows where the gain is non-decreasing in that order (``idcg``)."""
+        if unjudged_lowest not in self._tops:
+            labels, q = self._labels, self._q
+            if self._k_top is not None and labels.size:
+                nan = np.isnan(labels)
+                value = np.where(nan, -np.inf if unjudged_lowest else 0.0, labels)
+                order = np.lexsort((nan, -value, q))
+                qs = q[order]
+                start, _ = segments(qs, self.nq)
+                keep = order[np.arange(qs.size) - start[qs] < self._k_top]
+                labels, q = labels[keep], q[keep]
+            h = hashlib.blake2b(digest_size=16)
+            for a in (labels, q):
+                a = np.ascontiguousarray(a)
+                h.update(a.dtype.str.encode() + str(a.shape).encode())
+                h.update(a.view(np.uint8) if a.size else b"")
+            self._tops[unjudged_lowest] = (labels, q, h.digest())
+        return self._tops[unjudged_lowest]
 
     def R(self, threshold: int) -> np.ndarray:
         if threshold not in self._R:
@@ -160,11 +177,28 @@ class _Whole:
     def idcg(self, conv: Conventions, k: int | None) -> np.ndarray:
         key = (_gain_key(conv), conv.discount, k)
         if key not in self._idcg:
-            # under binary gains a threshold <= 0 gives label 0 the gain 1 and an unjudged
-            # document 0: the largest labels (unjudged read as 0) need not hold the largest gains
-            top = not (conv.gain == "binary" and conv.relevance_threshold <= 0)
-            labels, q = (self._top_labels, self._top_q) if top else (self._labels, self._q)
-            self._idcg[key] = ideal_dcg(gains(labels, conv), q, self.nq, conv, k)
+            # the top rows hold the k largest gains where the gain is non-decreasing in their
+            # order: linear and exponential gains with unjudged read as label 0 (gain 0), but
+            # not under the graded scope with a negative threshold (which gives the labels
+            # below it gain 0, above the negative gains of those from it up to 0); binary gains
+            # with unjudged lowest (under a threshold <= 0 label 0 gains 1, unjudged 0); other
+            # gains (maps) read every row
+            if conv.gain == "binary":
+                top = self._top(True)
+            elif conv.gain in ("linear", "exponential") and not (
+                    conv.threshold_scope == "graded" and conv.relevance_threshold < 0):
+                top = self._top(False)
+            else:
+                top = None
+            if top is None or k is None or self._k_top is None or k > self._k_top:
+                self._idcg[key] = ideal_dcg(gains(self._labels, conv), self._q, self.nq, conv, k)
+            else:
+                # equal rows, equal ideal DCGs: shared with the other cut lists holding them
+                labels, q, digest = top
+                shared_key = (digest,) + key
+                if shared_key not in self._shared:
+                    self._shared[shared_key] = ideal_dcg(gains(labels, conv), q, self.nq, conv, k)
+                self._idcg[key] = self._shared[shared_key]
         return self._idcg[key]
 
 
@@ -180,7 +214,8 @@ class _SweepContext(Context):
 
     Under ``ideal=retrieved``, R and the ideal DCG are the whole list's, taken from ``whole``
     (None when ``ranked`` holds the whole lists: then the reference's own code runs). The judged
-    ideal DCG comes from ``shared``, one per (labels, gains, discount, k) for every context.
+    ideal DCG comes from ``shared``, one per (labels, gains, discount, k) for every context,
+    and ``k_slots``'s at a cutoff too.
     """
 
     whole: Any = None
@@ -214,6 +249,13 @@ class _SweepContext(Context):
             self.shared[key] = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries,
                                            self.conv)
         self.judged_ideal = self.shared[key]
+        if self.conv.ideal == "k_slots" and k is not None:
+            # its ideal reads the judged gains, the discount and k alone (k slots of each
+            # query's largest judged gain): one per those for every context
+            slots = key + ("k_slots", k)
+            if slots not in self.shared:
+                self.shared[slots] = Context.idcg(self, k)
+            self._idcg[k] = self.shared[slots]
         return Context.idcg(self, k)
 
 
@@ -258,6 +300,7 @@ class _Engine:
         # ranked key -> digest of what the Ranked holds (its own key beyond DIGEST_ROWS)
         self._content: dict[tuple, Any] = {}
         self._whole: dict[tuple, _Whole] = {}
+        self._whole_idcg: dict = {}  # (digest of rows, gains, discount, k) -> ideal DCG
         self._arrays: dict[tuple, tuple] = {}
         self._deeper: dict[tuple, bool] = {}
         self.shared_idcg: dict = {}
@@ -467,7 +510,8 @@ class _Engine:
         if depth is None or not self._prefix_deeper(None, depth):
             key = (lv, None)
             if key not in self._whole:
-                self._whole[key] = _Whole(self.labels(lv), self.q, self.nq, self.k_top)
+                self._whole[key] = _Whole(self.labels(lv), self.q, self.nq, self.k_top,
+                                          shared=self._whole_idcg)
             return self._whole[key]
         key = (lv, order, depth)
         if key not in self._whole:
@@ -487,7 +531,8 @@ class _Engine:
                                          relevance_threshold=conv.relevance_threshold), "average")
 
             self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
-                                      grouped if tie_rule == "average" else None)
+                                      grouped if tie_rule == "average" else None,
+                                      shared=self._whole_idcg)
         return self._whole[key]
 
     @staticmethod
