@@ -17,7 +17,7 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.errors import EvaluationError
 from conformance.reference.ranking import (Ranked, clamp_cutoff, discounts, ideal_dcg, ideal_dcg_at,
-                                           ideal_sorted, ideal_terms, range_sums)
+                                           ideal_sorted, range_sums, sorted_terms)
 
 
 class JudgedIdeal:
@@ -25,35 +25,42 @@ class JudgedIdeal:
     one sort of the judgments for every cutoff, shared by every Context of one evaluation (the
     two halves of a two-thread evaluation ask for the same values of every query)."""
 
-    def __init__(self, gain: np.ndarray, q: np.ndarray, n_queries: int, conv: Conventions) -> None:
+    def __init__(self, gain: np.ndarray, q: np.ndarray, n_queries: int, conv: Conventions,
+                 sorted_gains: tuple | None = None) -> None:
+        """``sorted_gains``: ``ideal_sorted(gain, q, n_queries)`` where already computed (the
+        sort reads no convention: one serves every discount)."""
         self._args = (gain, q, n_queries, conv)
         self._terms = None
-        self._sorted = None
+        self._sorted = sorted_gains
         self._at: dict[int | None, np.ndarray] = {}
         self._lock = threading.Lock()
 
     def sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each query's judged gains sorted descending: (gains, start, count)."""
         with self._lock:
-            if self._sorted is None:
-                gain, q, n_queries, _ = self._args
-                self._sorted = ideal_sorted(gain, q, n_queries)
-            return self._sorted
+            return self._sorted_locked()
+
+    def _sorted_locked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._sorted is None:
+            gain, q, n_queries, _ = self._args
+            self._sorted = ideal_sorted(gain, q, n_queries)
+        return self._sorted
+
+    def _terms_locked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._terms is None:  # ideal_terms, from the one sort
+            self._terms = sorted_terms(self._sorted_locked(), self._args[3])
+        return self._terms
 
     def idcg(self, k: int | None) -> np.ndarray:
         with self._lock:  # the other half waits for the values instead of computing them again
             if k not in self._at:
-                if self._terms is None:
-                    self._terms = ideal_terms(*self._args)
-                self._at[k] = ideal_dcg_at(self._terms, k)
+                self._at[k] = ideal_dcg_at(self._terms_locked(), k)
             return self._at[k]
 
     def idcg_within(self, k: int | None, lengths: np.ndarray) -> np.ndarray:
         """Per query: the ideal DCG cut at min(k, its list's length) (``ideal=judged_to_list``)."""
         with self._lock:
-            if self._terms is None:
-                self._terms = ideal_terms(*self._args)
-            terms = self._terms
+            terms = self._terms_locked()
         contrib, start, n = terms
         return range_sums(contrib, start, np.minimum(n, lengths if k is None else np.minimum(lengths, k)))
 

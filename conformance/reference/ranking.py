@@ -718,7 +718,14 @@ def ideal_terms(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int,
                 conv: Conventions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ideal order's discounted gains, query by query: (per-row terms, start, count), from
     which :func:`ideal_dcg_at` sums the ideal DCG at any cutoff (one sort for every cutoff)."""
-    g, start, n = ideal_sorted(gain_rows, q_rows, n_queries)
+    return sorted_terms(ideal_sorted(gain_rows, q_rows, n_queries), conv)
+
+
+def sorted_terms(ideal: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 conv: Conventions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ideal_terms` from the sorted gains :func:`ideal_sorted` gives."""
+    g, start, n = ideal
+    n_queries = n.size
     qs = np.repeat(np.arange(n_queries), n)
     pos = np.arange(qs.size, dtype=np.int64) - start[qs] + 1
     return g * discounts(pos, conv), start, n

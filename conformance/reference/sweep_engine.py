@@ -246,8 +246,11 @@ class _SweepContext(Context):
         # discount for every context, each cutoff summed once
         key = (self.gain_key, self.conv.discount)
         if key not in self.shared:
-            self.shared[key] = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries,
-                                           self.conv)
+            # the gains sorted once for every discount
+            ji = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries, self.conv,
+                             self.shared.get((self.gain_key, "sorted")))
+            self.shared[self.gain_key, "sorted"] = ji.sorted()
+            self.shared[key] = ji
         self.judged_ideal = self.shared[key]
         if self.conv.ideal == "k_slots" and k is not None:
             # its ideal reads the judged gains, the discount and k alone (k slots of each
