@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from conformance import io as cio
     from conformance.conventions import TREC_EVAL
+    from conformance.errors import EvaluationError
     from conformance.measures import parse_measures
     from conformance.reference.sweep import BASE, Sweep
     from conformance.reference import evaluate
@@ -131,9 +132,15 @@ def main(argv: list[str] | None = None) -> int:
             cells = list(itertools.product(*[range(len(d)) for d in g.domains]))
             for c in rng.sample(cells, min(args.check, len(cells))):
                 conv = BASE.replace(**g.conventions(c))
-                ev = evaluate(prep, None, [m], conv)
-                want, got = ev.aggregate(m), float(g.lo[c])
-                same = want == got or (math.isnan(want) and math.isnan(got))
+                try:
+                    want = evaluate(prep, None, [m], conv).aggregate(m)
+                except EvaluationError as e:  # a refusal: the sweep's cell must be one too
+                    want = f"refused ({e})"
+                got = "refused" if g.error[c] else float(g.lo[c])
+                if isinstance(want, str) or isinstance(got, str):
+                    same = isinstance(want, str) and isinstance(got, str)
+                else:
+                    same = want == got or (math.isnan(want) and math.isnan(got))
                 if not same:
                     bad += 1
                     print(f"MISMATCH {m.text} {g.conventions(c)}: evaluate {want!r}, sweep {got!r}")
