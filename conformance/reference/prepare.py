@@ -335,7 +335,11 @@ class Prepared:
 
     @cached_property
     def identical_rows(self) -> np.ndarray:
-        """Per run row: whether its docid equals its query id (``identical_ids=drop``)."""
+        """Per run row: whether its docid equals its query id (``identical_ids=drop``). On a run
+        joined by its docid words, the query ids are put in word form and compared row by row
+        (the docid vocabulary, most of the cost of building the exact coding, is not made)."""
+        if self._by_words:
+            return _identical_by_words(self._run_in.doc_words, self.qids, self.run_q)
         vocab = self._doc_vocab
         qids = pa.array(self.qids.tolist(), type=vocab.type)
         query_of_doc = arrow_numpy(ac.index_in(vocab, value_set=qids), fill=-1).astype(np.int64)
@@ -434,6 +438,24 @@ def looked_up_labels(judged: Mapping[str, Mapping[str, object]], run: Run) -> np
     per_query = map(judged.get, run.qids.tolist(), repeat(_NOT_JUDGED))
     per_row = chain.from_iterable(map(repeat, per_query, lengths))
     return np.fromiter(map(dict.get, per_row, run.doc_list.ids, repeat(np.nan)), np.float64, len(run))
+
+
+def _identical_by_words(words: DocWords, qids: np.ndarray, run_q: np.ndarray) -> np.ndarray:
+    """Per row of ``words``: whether the id equals ``qids[run_q]``, compared in word form
+    (:class:`DocWords`: equal ids have equal lengths and equal words at any common width)."""
+    qwords = DocWords.of(pa.array(qids.tolist(), type=pa.string()))
+    if qwords is None or not len(words):  # a query id over 128 bytes
+        return np.zeros(len(words), bool)
+    width = words.width
+    q_lens = qwords.lens.astype(np.int64)
+    q_mat = qwords.words[:, :width]
+    q_lens[q_lens > width * 8] = -1  # longer than every docid: equal to none
+    if q_mat.shape[1] < width:
+        q_mat = np.pad(q_mat, ((0, 0), (0, width - q_mat.shape[1])))
+    same = words.lens == q_lens[run_q]
+    for col in range(width):  # one column at a time: no row-by-width copy of the run
+        same &= words.words[:, col] == q_mat[run_q, col]
+    return same
 
 
 def _merge_in_halves(run_q: np.ndarray, run_words, qrels_q: np.ndarray, qrels_words,
