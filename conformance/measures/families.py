@@ -20,6 +20,7 @@ from __future__ import annotations
 import math as _math
 import re as _re
 from dataclasses import dataclass
+from functools import cached_property as _cached_property
 from typing import Any
 
 from conformance.conventions import AXES as _AXES
@@ -250,7 +251,7 @@ class Family:
     def needs_cutoff(self) -> bool:
         return self.cutoff == "required"
 
-    @property
+    @_cached_property  # read once per combination by the sweep: made once per family
     def axes(self) -> tuple[str, ...]:
         """Every axis whose value can change this family's values, in axis order."""
         return tuple(a.name for a in _AXES.values()

@@ -406,6 +406,9 @@ class Sweep:
         # the per-query results seen, numbered: aggregation reads nothing else, so the
         # aggregates of equal results are shared across formula keys
         results_seen: dict[tuple, int] = {}
+        # (result, empty rule, query set, mean) -> the unrounded aggregate: the rounding
+        # cells round it
+        means: dict[tuple, Any] = {}
         # axes that change the Ranked outermost, in stage order, so each Ranked is used
         # in one stretch of the loop (see _Engine._ranked); cidx stays in ``compute`` order
         loop = sorted(range(len(compute)), key=lambda j: _loop_rank(axes[compute[j]]))
@@ -507,7 +510,8 @@ class Sweep:
                             None if is_sum else rnd)
                     if akey not in aggregates:
                         aggregates[akey] = self._aggregate_cell(found, rule, qset, is_sum, m.text,
-                                                                pq_pos, pq_lo, pq_hi, mean, rnd)
+                                                                pq_pos, pq_lo, pq_hi, mean, rnd,
+                                                                means, akey[:4])
                 done = aggregates[akey]
                 if done is None:
                     err[at] = True
@@ -580,21 +584,22 @@ class Sweep:
         return ev.aggregate(m), ev.aggregate(m, upper=True), hits
 
     def _aggregate_cell(self, found, rule, qset, is_sum, what, pq_pos, pq_lo, pq_hi,
-                        mean: str = "arithmetic", rnd: int | None = None):
+                        mean: str = "arithmetic", rnd: int | None = None,
+                        means: dict | None = None, key: tuple | None = None):
         """(aggregate lo, hi, per-query reported values matched) of one formula result under one
-        (empty rule, query set, rounding); None where evaluate would refuse."""
-        plo, phi, empty = found
-        if qset == "qrels_strict" and not is_sum:  # as evaluate: missing from the run, 0
-            missing = ~self.engine.in_run
-            plo2, empty2 = missing_score_zero(plo, empty, missing)
-            phi = plo2 if phi is plo else missing_score_zero(phi, empty, missing)[0]
-            plo, empty = plo2, empty2
+        (empty rule, query set, rounding); None where evaluate would refuse. ``means``: the
+        unrounded aggregates already taken, by ``key`` (the result, empty rule, query set and
+        mean, which decide them)."""
         select, sel_pos = self.engine.selection(qset)
-        try:
-            a, b, qlo, qhi, counted = aggregate(plo, phi, empty, rule, select, is_sum,
-                                                 self.sets_differ, qset, what, mean)
-        except EvaluationError:
+        if means is not None and key in means:
+            taken = means[key]
+        else:
+            taken = self._aggregate(found, rule, qset, is_sum, what, mean, select)
+            if means is not None:
+                means[key] = taken
+        if taken is None:
             return None
+        a, b, qlo, qhi, counted = taken
         if rnd is not None and not is_sum:  # as Evaluation.aggregate
             a, b = round(a, rnd), round(b, rnd)
         n_hits = 0
@@ -614,6 +619,20 @@ class Sweep:
                 ok_q &= False
             n_hits = int(ok_q.sum())
         return a, b, n_hits
+
+    def _aggregate(self, found, rule, qset, is_sum, what, mean, select):
+        """``aggregate`` of one formula result under (empty rule, query set, mean), unrounded;
+        None where evaluate would refuse."""
+        plo, phi, empty = found
+        if qset == "qrels_strict" and not is_sum:  # as evaluate: missing from the run, 0
+            missing = ~self.engine.in_run
+            plo2, empty2 = missing_score_zero(plo, empty, missing)
+            phi = plo2 if phi is plo else missing_score_zero(phi, empty, missing)[0]
+            plo, empty = plo2, empty2
+        try:
+            return aggregate(plo, phi, empty, rule, select, is_sum, self.sets_differ, qset, what, mean)
+        except EvaluationError:
+            return None
 
     # -- the joint answer ---------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ whole lists show) cannot be read apart.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import numpy as np
 
 from conformance.conventions import AXES, Conventions
 from conformance.errors import EvaluationError
-from conformance.measures import Measure
+from conformance.measures import FAMILIES, Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segments
@@ -44,6 +45,14 @@ def _reach(m: Measure, conv: Conventions) -> int | None:
     if "rr_cutoff" in m.record.axes and conv.rr_cutoff == "ignore":  # read and ignored
         return None
     return 2 * k if reach == "twice_cutoff" else k
+
+
+@functools.lru_cache(maxsize=None)
+def _key_axes(family: str) -> tuple[tuple[str, str], ...]:
+    """(axis, stage) of each axis a family reads that its formula key holds: the aggregate
+    stage's are selections of per-query values, and ``identical_ids`` chooses the engine."""
+    return tuple((a, AXES[a].stage) for a in FAMILIES[family].axes
+                 if AXES[a].stage != "aggregate" and a != "identical_ids")
 
 
 class _Ordering(tuple):
@@ -573,12 +582,9 @@ class _Engine:
         list reaches, a threshold the gains do not read, ``judged_to_list`` where no list is
         shorter than its ideal cut."""
         values = []
-        for a in m.record.axes:
-            axis = AXES[a]
-            if axis.stage == "aggregate" or a == "identical_ids":  # the engine is chosen by it
-                continue
+        for a, stage in _key_axes(m.family):
             v = getattr(conv, a)
-            if axis.stage == "ordering":
+            if stage == "ordering":
                 v = _Ordering(self.ordering(conv, conv.ties))
             elif a == "depth":
                 v = conv.depth if conv.depth is not None and self._prefix_deeper(None, conv.depth) else None
