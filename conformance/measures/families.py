@@ -482,8 +482,10 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "NumRet", "number of retrieved documents", "documents retrieved (after depth), summed",
-            kind="count", cutoff="none", groups=("input", "aggregation", "depth"), aggregate="sum",
-            bounded=False, names=(_ir("NumRet"), _trec("num_ret")), reach="whole",
+            # ordering: a rank rule (ties=group_last) cuts a tied group whole at a depth, so
+            # the tie rule changes how many documents a depth leaves
+            kind="count", cutoff="none", groups=("input", "aggregation", "ordering", "depth"),
+            aggregate="sum", bounded=False, names=(_ir("NumRet"), _trec("num_ret")), reach="whole",
         ),
         Family(
             "NumRel", "number of relevant judged documents",
