@@ -105,13 +105,40 @@ AXES: dict[str, Axis] = {
             {
                 "k": "divide by k even when the list is shorter",
                 "min_k_n": "divide by min(k, list length)",
+                "rows_in_top": "divide by the documents in the top k: min(k, list length) under "
+                               "an order; under a rank rule the documents it ranks at k or "
+                               "above, more than k when ties=group_first puts a tied group "
+                               "that starts by k in whole, fewer when ties=group_last leaves "
+                               "out one that ends past k (TorchRec's PrecisionSessionMetric)",
             },
             default="k",
             group="named",
             stage="denominator",
-            swept=("k", "min_k_n"),
-            phrases={"k": "P@k over k", "min_k_n": "P@k over min(k, list length)"},
+            swept=("k", "min_k_n", "rows_in_top"),
+            phrases={"k": "P@k over k", "min_k_n": "P@k over min(k, list length)",
+                     "rows_in_top": "P@k over the documents in the top k"},
             explorer=True,
+        ),
+        Axis(
+            "hit_weight",
+            "what a document counts for in P and R: where it is ranked (the numerator) and in R",
+            {
+                "binary": "1 when it is relevant (label >= relevance_threshold), else 0; R "
+                          "counts the relevant documents",
+                "label": "its label as read (after label_type and negative_labels), whatever "
+                         "the threshold, 0 when unjudged: a graded label weighs more, a "
+                         "fractional one less, a negative one (negative_labels=keep) takes "
+                         "away; R is the sum of the labels of the relevance universe (the "
+                         "judged documents, or the list's under ideal=retrieved). P is empty "
+                         "when no document of that universe has a label other than 0, R when "
+                         "R is 0 (TorchRec's session metrics: weight x label summed)",
+            },
+            default="binary",
+            group="named",
+            stage="formula",
+            # not swept: see sweep.UNTRIED_VALUES
+            phrases={"binary": "each relevant document counting 1",
+                     "label": "each document counting its label"},
         ),
         Axis(
             "ap_denominator",
@@ -185,18 +212,29 @@ AXES: dict[str, Axis] = {
                               "are; the families that read ranks only through the per-row "
                               "pieces take it (formulas.RANK_RULE_FAMILIES), the others "
                               "refuse a list with a tied group",
+                "group_first": "a rank rule, not an order: every document of a tied group takes "
+                               "the group's first rank, the count of the query's documents "
+                               "scored strictly higher plus 1, and counts the group's relevant "
+                               "documents through it (TorchRec's session metrics, scipy's "
+                               "rankdata(method='min')); a group is in the top k whole when its "
+                               "first rank is at most k, so the top k can hold more than k "
+                               "documents (and so is it within a depth); P@k's k and min(k, n) "
+                               "stay as they are (k_beyond_list=rows_in_top counts the rows in "
+                               "the top); the families of formulas.RANK_RULE_FAMILIES take it, "
+                               "the others refuse a list with a tied group",
             },
             default="docid_desc",
             group="ordering",
             stage="ordering",
             swept=("docid_desc", "docid_asc", "input_order", "reverse_input", "average",
-                   "pessimistic", "optimistic", "group_last"),
+                   "pessimistic", "optimistic", "group_last", "group_first"),
             phrases={"docid_desc": "ties by docid descending", "docid_asc": "ties by docid ascending",
                      "input_order": "ties in input order", "reverse_input": "ties in reverse input order",
                      "average": "tied documents averaged",
                      "pessimistic": "tied documents with the lower label first",
                      "optimistic": "tied documents with the higher label first",
-                     "group_last": "tied documents all at the group's last rank"},
+                     "group_last": "tied documents all at the group's last rank",
+                     "group_first": "tied documents all at the group's first rank"},
             explorer_idle="the list is an order: no two documents tie",
         ),
         Axis(

@@ -359,7 +359,8 @@ FAMILIES: dict[str, Family] = {
             "P", "precision",
             "relevant in the top k / k (or min(k, n) under k_beyond_list=min_k_n); without a "
             "cutoff, relevant retrieved / n (set precision)",
-            kind="binary", cutoff="optional", groups=_BINARY_GROUPS, axes_named=("k_beyond_list",),
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
+            axes_named=("k_beyond_list", "hit_weight"),
             names=(
                 _ir("P", cutoff="required",
                     bare_error="P needs a cutoff, such as P@10 (precision over the whole list "
@@ -376,7 +377,7 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "R", "recall", "relevant in the top k / R",
-            kind="binary", cutoff="optional", groups=_BINARY_GROUPS,
+            kind="binary", cutoff="optional", groups=_BINARY_GROUPS, axes_named=("hit_weight",),
             names=(
                 _ir("R", cutoff="required"), _ir("Recall", alias=True), _ir("SetR", cutoff="none"),
                 _trec("recall", cut=True, bare_error=(
@@ -482,8 +483,8 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "NumRet", "number of retrieved documents", "documents retrieved (after depth), summed",
-            # ordering: a rank rule (ties=group_last) cuts a tied group whole at a depth, so
-            # the tie rule changes how many documents a depth leaves
+            # ordering: a rank rule (ties=group_last, group_first) cuts or keeps a tied group
+            # whole at a depth, so the tie rule changes how many documents a depth leaves
             kind="count", cutoff="none", groups=("input", "aggregation", "ordering", "depth"),
             aggregate="sum", bounded=False, names=(_ir("NumRet"), _trec("num_ret")), reach="whole",
         ),

@@ -82,6 +82,8 @@ class Context:
     # Under nonpositive_scores=not_relevant (binary measures): () -> R of the unmasked list,
     # since the masked documents still count among the relevant ones (ideal=retrieved only).
     list_R: Callable[[], np.ndarray] | None = None
+    # Under it too: () -> the Context of the unmasked list (hit_weight=label's R)
+    unmasked: Callable[[], "Context"] | None = None
     _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
     # the judged ideal, shared with the other Contexts of the evaluation (built here if not)
     judged_ideal: JudgedIdeal | None = None
@@ -257,16 +259,37 @@ class Context:
         return _bincount(q[nonzero], minlength=n) > 0
 
     def list_denominator(self, k: int | None) -> np.ndarray:
-        """k (``k_beyond_list=k``) or min(k, n) (``min_k_n``); n when there is no cutoff. Under
+        """k (``k_beyond_list=k``), min(k, n) (``min_k_n``) or the rows in the top k
+        (``rows_in_top``: :meth:`Ranked.cut`); n when there is no cutoff. Under
         ``duplicates=set`` n and min(k, n) count distinct documents (in the top k). Under
-        ``ties=group_last`` too, min(k, n) is the list's length against k, not the rows a
-        tied group past k leaves in the top k."""
+        ``ties=group_last`` and ``group_first`` too, min(k, n) is the list's length against k,
+        not the rows a tied group leaves in the top k, which ``rows_in_top`` counts."""
         kk = self.ranked.n if k is None else np.minimum(self.ranked.n, clamp_cutoff(k))
+        if k is not None and self.conv.k_beyond_list == "rows_in_top":
+            kk = self.ranked.cut(k)
         if self.ranked.first is not None:
             kk = self.ranked.upto(self.ranked.first, k)
-        if k is None or self.conv.k_beyond_list == "min_k_n":
+        if k is None or self.conv.k_beyond_list in ("min_k_n", "rows_in_top"):
             return kk.astype(np.float64)
         return np.full(self.ranked.n_queries, float(k))
+
+    def label_weights(self) -> np.ndarray:
+        """Per row: what it counts for where it is ranked under ``hit_weight=label``: its label
+        as read, 0 when unjudged (under ``ties=average`` the mean over its tie group)."""
+        lab = self.ranked.label
+        return self.expected(np.where(np.isnan(lab), 0.0, lab), "hit_weight=label")
+
+    def label_R(self) -> tuple[np.ndarray, np.ndarray]:
+        """Under ``hit_weight=label``, per query: (R, the sum of the labels of the relevance
+        universe; whether one of them is not 0). Under ``nonpositive_scores=not_relevant``
+        the universe of ``ideal=retrieved`` is the unmasked list (``unmasked``)."""
+        src = self.unmasked() if self.unmasked is not None and self.conv.ideal == "retrieved" else self
+        labels, q = src.universe_labels()
+        known = ~np.isnan(labels)
+        labels, q = labels[known], q[known]
+        n = self.ranked.n_queries
+        return (_bincount(q, weights=labels, minlength=n),
+                _bincount(q[labels != 0], minlength=n) > 0)
 
     def relevant_in_top(self, k: int | None) -> np.ndarray:
         return self.ranked.upto(self.ranked.e_rel, k)

@@ -261,7 +261,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             masked_labels = np.where(nonpositive, np.nan, sel(run_labels))
 
     doc = prep.run_doc if rows is None else prep.run_doc[rows]
-    keep_labels = bool(traced) or any(m.record.reads_labels for m in measures)
+    keep_labels = bool(traced) or any(m.record.reads_labels or (
+        conv.hit_weight == "label" and "hit_weight" in m.record.axes) for m in measures)
     pooled = None
     if any(m.record.reads_pool for m in measures):
         # judged with a negative label: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
@@ -291,6 +292,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
                 # read only when a measure asks for R: the unmasked list's R may be refused
                 # (a depth cut under ties=unspecified) where the measure never needed it
                 ctx.list_R = lambda: cached(tie_rule).R
+                ctx.unmasked = lambda: cached(tie_rule)
             ctx.unannotated = lambda: unannotated(tie_rule)
             return ctx
 

@@ -37,8 +37,12 @@ from conformance.reference.formulas_graded import (_CWL, auroc, bin_g, cwl, err,
 
 
 def precision_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
-    """P@k's numerator and denominator per query: relevant in top k, and k (min(k, n) under
-    ``k_beyond_list=min_k_n``; n without a cutoff)."""
+    """P@k's numerator and denominator per query: relevant in top k (under
+    ``hit_weight=label`` the labels there summed), and k (min(k, n) under
+    ``k_beyond_list=min_k_n``, the rows in the top k under ``rows_in_top``; n without a
+    cutoff)."""
+    if ctx.conv.hit_weight == "label":
+        return ctx.ranked.upto(ctx.label_weights(), m.cutoff), ctx.list_denominator(m.cutoff)
     num, den = ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff)
     ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=den,
              denominator_is="n" if m.cutoff is None else (
@@ -50,13 +54,20 @@ def precision(ctx: Context, m: Measure) -> Result:
     """P@k = (relevant in top k) / k.
 
     With ``k_beyond_list=min_k_n`` the denominator is min(k, n); a query that retrieved
-    nothing then scores 0 (0/0 read as nothing found). Empty when R = 0.
+    nothing then scores 0 (0/0 read as nothing found). Empty when R = 0; under
+    ``hit_weight=label`` (the labels in the top k summed) when every label of the relevance
+    universe is 0.
     """
+    if ctx.conv.hit_weight == "label":
+        return _safe_div(*precision_parts(ctx, m)), ~ctx.label_R()[1]
     return _safe_div(*precision_parts(ctx, m)), ctx.R == 0
 
 
 def recall_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
-    """R@k's numerator and denominator per query: relevant in top k, and R."""
+    """R@k's numerator and denominator per query: relevant in top k, and R (under
+    ``hit_weight=label`` the labels in the top k summed, and the universe's labels summed)."""
+    if ctx.conv.hit_weight == "label":
+        return ctx.ranked.upto(ctx.label_weights(), m.cutoff), ctx.label_R()[0]
     R = ctx.R
     num = ctx.relevant_in_top(m.cutoff)
     ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=R,
@@ -65,8 +76,10 @@ def recall_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
 
 
 def recall(ctx: Context, m: Measure) -> Result:
-    """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0."""
-    return _safe_div(*recall_parts(ctx, m)), ctx.R == 0
+    """R@k = (relevant in top k) / R; R without a cutoff uses the whole list. Empty when R = 0
+    (under ``hit_weight=label`` R is the labels' sum, and a sum of 0 is empty)."""
+    num, den = recall_parts(ctx, m)
+    return _safe_div(num, den), (den == 0) if ctx.conv.hit_weight == "label" else ctx.R == 0
 
 
 def capped_recall_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
@@ -546,7 +559,8 @@ def mean_precision(ctx: Context, m: Measure) -> Result:
 
 # The families whose formula reads a row's rank only through the per-row pieces (``Ranked.pos``
 # as the rank, e_rel, e_gain, ap_term, p_first) and the top k through ``Ranked.cut``: a rank
-# rule that gives tied rows one rank (``ties=group_last``) reaches them through those pieces.
+# rule that gives tied rows one rank (``ties=group_last``, ``group_first``: ``SHARED_RANK_RULES``)
+# reaches them through those pieces.
 # The others read row positions or rows above a row (``before``, explicit lengths, per-rank
 # tables) and refuse a list whose rows share a rank rather than give an order's value.
 RANK_RULE_FAMILIES = frozenset({
@@ -555,13 +569,16 @@ RANK_RULE_FAMILIES = frozenset({
     "SetAP", "Utility", "Judged", "Unjudged", "MeanP"})
 
 
+SHARED_RANK_RULES = ("group_last", "group_first")
+
+
 def _refusing_shared_ranks(formula):
-    """``formula``, refusing under ``ties=group_last`` a list with a tied group (rows of one
-    query sharing a rank) in the rows it reads (its top k; a group whose last rank is past k is
-    not among them, :meth:`Ranked.cut`): the family reads ranks other than through the per-row
-    pieces."""
+    """``formula``, refusing under ``ties=group_last`` or ``group_first`` a list with a tied
+    group (rows of one query sharing a rank) in the rows it reads (its top k; a group ranked
+    past k is not among them, :meth:`Ranked.cut`): the family reads ranks other than through
+    the per-row pieces."""
     def checked(ctx: Context, m: Measure) -> Result:
-        if ctx.tie_rule == "group_last":
+        if ctx.tie_rule in SHARED_RANK_RULES:
             r = ctx.ranked
             shared = r.pos[1:] == r.pos[:-1]
             shared[r.start[(r.n > 0) & (r.start > 0)] - 1] = False  # a query's first row
@@ -569,7 +586,7 @@ def _refusing_shared_ranks(formula):
                 shared &= r.pos[1:] <= clamp_cutoff(m.cutoff)
             if shared.any():
                 raise EvaluationError(
-                    f"{m.text} under ties=group_last: a tied group shares one rank, and this "
+                    f"{m.text} under ties={ctx.tie_rule}: a tied group shares one rank, and this "
                     "measure reads ranks as positions in an order; choose another tie rule")
         return formula(ctx, m)
     checked.__doc__ = formula.__doc__

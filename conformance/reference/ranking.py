@@ -20,8 +20,10 @@ at relevant ranks]; the fourth summed gives P(some relevant in top k) and, divid
 
 ``ties=group_last`` is a rank rule, not an order: every row of a tie group takes the group's
 last rank L as its ``pos``, and its AP term counts the group's relevant rows through L
-(:func:`_group_last_pieces`). The top k is then the rows ranked at k or above
+(:func:`_shared_rank_pieces`). The top k is then the rows ranked at k or above
 (:meth:`Ranked.cut`), so a group that ends past k is not in it, and a depth cut drops it whole.
+``ties=group_first`` is the same with the group's first rank F: a group that starts by k is in
+the top k whole (more than k rows), and a depth keeps it whole.
 
 One idea at about 760 lines: one ordering and every per-row piece the formulas read of it (the
 tie rules, gains, discounts and the ideal's sorted gains are stages of that one ranking).
@@ -209,7 +211,7 @@ class Ranked:
     n_queries: int
     start: np.ndarray  # per query: index of its first row
     n: np.ndarray  # per query: rows retrieved (after depth)
-    pos: np.ndarray  # per row: 1-based rank (ties=group_last: its tie group's last rank)
+    pos: np.ndarray  # per row: 1-based rank (ties=group_last / group_first: its tie group's last / first rank)
     gain: np.ndarray  # per row: gain of its label (0 if unjudged)
     rel: np.ndarray  # per row: 1.0 if relevant, else 0.0
     group_last: np.ndarray  # per row: rank of the last row of its tie group (before depth)
@@ -298,7 +300,8 @@ class Ranked:
         """Per query: the rows in the top k, those ranked at k or above: min(k, n), a cutoff of
         any size. Under ``ties=group_last`` a tie group whose last rank is past k is not in
         the top k, so a query whose row at min(k, n) is in such a group keeps only the rows
-        above the group."""
+        above the group; under ``ties=group_first`` a group whose first rank is at most k is
+        in it whole, so a query whose row after min(k, n) shares its rank keeps more."""
         if k is None:
             return self.n
         k = clamp_cutoff(k)
@@ -308,14 +311,17 @@ class Ranked:
         has = kk > 0
         last = np.where(has, self.start + kk - 1, 0)
         over = has & (self.pos[last] > k)  # only where rows share a rank past k
+        beyond = kk < self.n
+        after = np.where(beyond, self.start + kk, 0)
+        over |= beyond & (self.pos[after] <= k)  # a group ranked by k runs on past row k
         if over.any():
             # ranks rise within a query, so (query, rank) pairs are sorted over all rows: the
-            # rows of a query ranked above the group's last rank are found by one search
+            # rows of a query ranked at k or above are found by one search
             query = np.repeat(np.arange(self.n_queries), self.n)
             span = int(self.pos.max()) + 1
             keys = query * span + self.pos
             qs = np.flatnonzero(over)
-            kk[qs] = np.searchsorted(keys, qs * span + self.pos[last[qs]]) - self.start[qs]
+            kk[qs] = np.searchsorted(keys, qs * span + min(k, span - 1), side="right") - self.start[qs]
         return kk
 
     def splits_mixed_group(self, k: int | None) -> np.ndarray:
@@ -500,7 +506,7 @@ def rank(
         return at
 
     # tie keys, least significant first (np.lexsort's order)
-    if tie_rule in ("docid_desc", "average", "group_last"):
+    if tie_rule in ("docid_desc", "average", "group_last", "group_first"):
         ties = [key(doc, -1)]
     elif tie_rule == "docid_asc":
         ties = [key(doc)]
@@ -577,8 +583,9 @@ def rank(
         np.cumsum(c_row, out=c_row)
     if found is not None:
         found.finish(c_row)
-    if tie_rule == "group_last":
-        pieces = _group_last_pieces(q[order], primary[order], pos, gain, rel, c_row)
+    if tie_rule in ("group_last", "group_first"):
+        pieces = _shared_rank_pieces(q[order], primary[order], pos, gain, rel, c_row,
+                                     last=tie_rule == "group_last")
         return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
     if tie_rule != "average":
@@ -648,24 +655,26 @@ def rank(
     return _cut_to_depth(n_queries, start, n, pieces, conv, extra, found)
 
 
-def _group_last_pieces(q_s: np.ndarray, prim_s: np.ndarray, pos: np.ndarray, gain: np.ndarray,
-                       rel: np.ndarray, c_row: np.ndarray) -> list:
-    """The per-row pieces under ``ties=group_last`` (Ranked's field order): every row of a tie
-    group (a run of equal sort keys within a query) takes the rank of the group's last row, L,
-    and counts the group's relevant rows through it. So rank = L; the AP term is
-    rel (c + r) / L (c relevant rows above the group, r in it), P@L's share; e_rel and e_gain
-    are the row's own; p_first is 1.0 on the query's first relevant row (read with its rank L,
-    RR is 1 / L of the first group holding a relevant row). No term depends on the order
-    inside a group. ``c_row``: relevant rows above each row in the sorted order."""
+def _shared_rank_pieces(q_s: np.ndarray, prim_s: np.ndarray, pos: np.ndarray, gain: np.ndarray,
+                        rel: np.ndarray, c_row: np.ndarray, last: bool = True) -> list:
+    """The per-row pieces under ``ties=group_last`` (``last``) or ``group_first`` (Ranked's
+    field order): every row of a tie group (a run of equal sort keys within a query) takes the
+    rank of the group's last row, L (its first row's, F), and counts the group's relevant rows
+    through it. So rank = L; the AP term is rel (c + r) / L (c relevant rows above the group, r
+    in it), P@L's share (under group_first rel (c + r) / F); e_rel and e_gain are the row's
+    own; p_first is 1.0 on the query's first relevant row (read with its rank L, RR is 1 / L
+    of the first group holding a relevant row). No term depends on the order inside a group.
+    ``c_row``: relevant rows above each row in the sorted order."""
     rows = pos.size
     boundary = np.ones(rows, bool)
     if rows:
         boundary[1:] = (q_s[1:] != q_s[:-1]) | (prim_s[1:] != prim_s[:-1])
     gid = np.cumsum(boundary) - 1
     # per group: its last row (no group in an empty ranking)
-    last = np.append(np.flatnonzero(boundary)[1:], rows) - 1 if rows else np.zeros(0, np.int64)
-    rank_l = pos[last][gid]
-    through = (c_row[last] + rel[last])[gid]  # relevant rows through the group's last row
+    ends = np.append(np.flatnonzero(boundary)[1:], rows) - 1 if rows else np.zeros(0, np.int64)
+    shared = np.flatnonzero(boundary) if not last else ends  # the row whose rank all take
+    rank_l = pos[shared][gid]
+    through = (c_row[ends] + rel[ends])[gid]  # relevant rows through the group's last row
     with np.errstate(divide="ignore", invalid="ignore"):
         ap_term = rel * through / rank_l
     p_first = rel * (c_row == 0)
@@ -700,8 +709,9 @@ def _cut_to_depth(n_queries: int, start: np.ndarray, n: np.ndarray, pieces: list
         extra = {name: a[keep] for name, a in extra.items()}
         kept = np.minimum(n, conv.depth)  # each query keeps its first min(n, depth) rows,
         if int(kept.sum()) != pieces[0].size:
-            # unless a tie group shares its last rank (ties=group_last): one that ends past
-            # the depth is cut whole, as a cutoff leaves it out of the top k
+            # unless a tie group shares one rank (ties=group_last: one that ends past the
+            # depth is cut whole, as a cutoff leaves it out of the top k; group_first: one
+            # that starts by the depth is kept whole)
             kept = range_sums(keep, start, n).astype(np.int64)
         n = kept
         start = np.cumsum(n) - n

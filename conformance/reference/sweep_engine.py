@@ -32,7 +32,7 @@ RANKED_CACHE = 2  # Ranked objects kept at once
 DIGEST_ROWS = 50_000  # the largest Ranked whose rows are digested to share formula results
 # The tie rules a formula or the context tests by name (``ctx.tie_rule == ...``); every other
 # rule acts only through the order of the rows it gives (guarded by the tests).
-RULES_READ_BY_NAME = ("average", "pessimistic", "optimistic", "group_last")
+RULES_READ_BY_NAME = ("average", "pessimistic", "optimistic", "group_last", "group_first")
 # Where the sweep starts: the vocabulary defaults (trec_eval 10's command line).
 BASE = Conventions()
 
@@ -61,8 +61,8 @@ class _Ordering(tuple):
 
 # What a Ranked under a rule that fixes the order is made of: ``rank`` derives its other
 # arrays from these alone (every row its own tie group: group_last is pos, e_gain is gain,
-# ap_term and p_first come from rel and pos; under ties=group_last the tie groups are the runs
-# of equal pos, so the same holds)
+# ap_term and p_first come from rel and pos; under ties=group_last and group_first the tie
+# groups are the runs of equal pos, so the same holds)
 _FIXED_ORDER_BASE = ("start", "n", "pos", "gain", "rel", "label", "pooled", "first")
 
 

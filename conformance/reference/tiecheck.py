@@ -2,7 +2,8 @@
 
 Contract: for an evaluation under a rule that fixes the order of tied documents, or ranks them
 by a rule (every ``ties`` value but ``unspecified``; ``rank`` hands :func:`find` the rows'
-positions in its order before ``group_last`` gives a tied group its last rank), :func:`changed`
+positions in its order before ``group_last`` or ``group_first`` gives a tied group its last or
+first rank), :func:`changed`
 gives, per query, whether the value differs between
 the two orders ``ties=unspecified`` takes as its ends (``evaluate.END_RULES``): exactly the
 queries whose ``[lo, hi]`` range is not one value. It reads only what :func:`rank` already

@@ -617,7 +617,7 @@ EXPLORER_COMPUTES: dict[str, tuple[tuple[str, ...], str]] = {
     # the list holds every judged document: the judged ideal, the retrieved one and the judged
     # one cut at the list's length are one ideal there
     "ideal": (("judged", "retrieved", "judged_to_list", "k_slots"), ""),
-    "k_beyond_list": (("k", "min_k_n"), ""),
+    "k_beyond_list": (("k", "min_k_n", "rows_in_top"), ""),
     "ap_denominator": (("relevant", "retrieved_relevant", "min_k_relevant", "k",
                         "min_k_n_relevant"), ""),
     "empty_query": (("zero", "one", "nan", "raise", "skip"), ""),

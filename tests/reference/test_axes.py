@@ -128,6 +128,25 @@ CASES: dict[str, AxisCase] = {
         expected={
             "k": [1 / 5, 2 * 1 / (5 + 2), (0.5 * 1 - 0.5 * 0) / 5, 1 / 2, 2 * 1 / (5 + 1)],
             "min_k_n": [1 / 1, 2 * 1 / (1 + 2), (0.5 * 1 - 0.5 * 0) / 1, 1 / 1, 2 * 1 / (1 + 1)],
+            # an order: the rows in the top 5 are the list's one row, as min(k, n) (a rank
+            # rule's top: test_group_first_...)
+            "rows_in_top": [1 / 1, 2 * 1 / (1 + 2), (0.5 * 1 - 0.5 * 0) / 1, 1 / 1,
+                            2 * 1 / (1 + 1)],
+        },
+    ),
+    # ranks: a (label 2), b (0.5), c (1), d (unjudged); e (3) judged, not retrieved.
+    # binary (threshold 1): a, c relevant where ranked, R = 3 (a, c, e);
+    # label: each ranked document counts its label, R = 2 + 0.5 + 1 + 3 = 6.5
+    "hit_weight": AxisCase(
+        qrels=[("q", "a", 2), ("q", "b", 0.5), ("q", "c", 1), ("q", "e", 3)],
+        run=[("q", "a", 4.0), ("q", "b", 3.0), ("q", "c", 2.0), ("q", "d", 1.0)],
+        measures=[M("P", 2), M("R", 2), M("P"), M("R"), M("P", 2, ideal="retrieved"),
+                  M("R", 2, ideal="retrieved")],
+        expected={
+            "binary": [1 / 2, 1 / 3, 2 / 4, 2 / 3, 1 / 2, 1 / 2],
+            # under ideal=retrieved R is the list's labels: 2 + 0.5 + 1 + 0 = 3.5
+            "label": [(2 + 0.5) / 2, (2 + 0.5) / 6.5, (2 + 0.5 + 1 + 0) / 4, 3.5 / 6.5,
+                      (2 + 0.5) / 2, (2 + 0.5) / 3.5],
         },
     ),
     # ranks: a (1), b (0), c (1); d (1) and e (1) judged, not retrieved; R = 4, n = 3
@@ -164,7 +183,8 @@ CASES: dict[str, AxisCase] = {
     #   docid_desc d c b a -> a at 4; docid_asc a b c d -> 1; input c a d b -> 2;
     #   reverse b d a c -> 3; average: a equally likely at each rank; pessimistic: label
     #   0 first (d c b), a last -> 4; optimistic: a first -> 1; group_last: all four at rank
-    #   4, and the group ends past 2 and 3, so it is in neither top
+    #   4, and the group ends past 2 and 3, so it is in neither top; group_first: all four at
+    #   rank 1, the group in both tops whole (P@2 still over k = 2)
     "ties": AxisCase(
         qrels=[("q", "a", 1), ("q", "b", 0), ("q", "c", 0), ("q", "d", 0)],
         run=[("q", "c", 1.0), ("q", "a", 1.0), ("q", "d", 1.0), ("q", "b", 1.0)],
@@ -179,6 +199,7 @@ CASES: dict[str, AxisCase] = {
             "pessimistic": [1 / 4, 0 / 2, 0.0],
             "optimistic": [1 / 1, 1 / 2, 1.0],
             "group_last": [1 / 4, 0 / 2, 0.0],
+            "group_first": [1 / 1, 1 / 2, 1.0],
         },
     ),
     # ranks: a (0), b (1), c (2)
@@ -1187,3 +1208,87 @@ def test_group_last_refuses_only_a_tie_among_the_rows_a_cut_measure_reads():
         [1 / 16], abs=TOL)
     with pytest.raises(EvaluationError, match="ties=group_last"):
         _values(GROUPED_QRELS, GROUPED_RUN, ["ERR@4"], ties="group_last")
+
+
+def test_group_first_gives_every_tied_document_the_group_s_first_rank():
+    # GROUPED: x at 1; the tie {a (2), b (0), c (1)} all at rank 2; d at 5. R = 4.
+    texts = ["AP", "P@2", "P@4", "P@5", "R@2", "RR", "nDCG", "DCG", "Success@1"]
+    # AP: x 1/1; a and c at 2 with 3 relevant through the group, 3/2 each; d 4/5:
+    # (1 + 3/2 + 3/2 + 4/5) / 4. P@2: the group starts at 2, so x, a, b, c are in the top 2:
+    # 3 relevant over k = 2. R@2: 3 of 4.
+    # DCG (linear gains): x 1/log2 2; a, b, c at 2: (2 + 0 + 1)/log2 3; d 1/log2 6
+    dcg = 1.0 + 3 / log2(3) + 1 / log2(6)
+    ideal = 2.0 + 1 / log2(3) + 1 / log2(4) + 1 / log2(5)  # gains 2, 1, 1, 1
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_first") == pytest.approx(
+        [(1 + 3 / 2 + 3 / 2 + 4 / 5) / 4, 3 / 2, 3 / 4, 4 / 5, 3 / 4, 1.0, dcg / ideal, dcg, 1.0],
+        abs=TOL)
+
+
+def test_group_first_puts_a_group_that_starts_by_k_in_the_top_k_whole():
+    # k = 1: x alone (the group starts at 2); k = 2 and 3: x and the whole group, 4 rows
+    texts = ["P@1", "P@2", "P@3", "R@3", "Success@1"]
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_first") == pytest.approx(
+        [1 / 1, 3 / 2, 3 / 3, 3 / 4, 1.0], abs=TOL)
+    # rows_in_top divides by the rows in the top: 1, 4, 4; min_k_n by min(k, n = 5)
+    texts = ["P@1", "P@2", "P@3", "P@5"]
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_first",
+                   k_beyond_list="rows_in_top") == pytest.approx([1 / 1, 3 / 4, 3 / 4, 4 / 5], abs=TOL)
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_first",
+                   k_beyond_list="min_k_n") == pytest.approx([1 / 1, 3 / 2, 3 / 3, 4 / 5], abs=TOL)
+    # under group_last the group (ranked 4) is out of the top 2 and 3: rows 1, then 4 at k = 5
+    assert _values(GROUPED_QRELS, GROUPED_RUN, texts, ties="group_last",
+                   k_beyond_list="rows_in_top") == pytest.approx([1 / 1, 1 / 1, 1 / 1, 4 / 5], abs=TOL)
+
+
+def test_group_first_keeps_at_a_depth_the_group_that_starts_by_it():
+    # depth 2: x and the group (first rank 2) are kept, d is not: NumRet 4, AP over R = 4
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["AP", "NumRet"], ties="group_first",
+                   depth=2) == pytest.approx([(1 + 3 / 2 + 3 / 2) / 4, 4.0], abs=TOL)
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["NumRet"], ties="group_first",
+                   depth=1) == pytest.approx([1.0], abs=TOL)
+
+
+def test_group_first_refuses_a_tied_list_where_a_family_reads_positions():
+    with pytest.raises(EvaluationError, match="ties=group_first"):
+        _values(GROUPED_QRELS, GROUPED_RUN, ["Rprec"], ties="group_first")
+
+
+def test_hit_weight_label_with_negative_labels_and_its_empty_queries():
+    # q1 in score order: a (2), b (-1), c (0). negative_labels=keep: b takes away 1.
+    # P@2 = (2 - 1) / 2; R (ideal=retrieved) = 2 - 1 + 0 = 1: R@2 = (2 - 1) / 1, R@1 = 2 / 1
+    qrels = [("q1", "a", 2), ("q1", "b", -1), ("q1", "c", 0)]
+    run = [("q1", "a", 3.0), ("q1", "b", 2.0), ("q1", "c", 1.0)]
+    conv = dict(hit_weight="label", ideal="retrieved", negative_labels="keep")
+    assert _values(qrels, run, ["P@2", "R@2", "R@1"], **conv) == pytest.approx(
+        [1 / 2, 1 / 1, 2 / 1], abs=TOL)
+    # negative_labels=unjudged: b counts 0; R = 2: R@2 = 2 / 2
+    assert _values(qrels, run, ["P@2", "R@2"], **dict(conv, negative_labels="unjudged")) == (
+        pytest.approx([2 / 2, 2 / 2], abs=TOL))
+    # labels 1 and -1 cancel: R's sum is 0, R empty (skip: NaN); P is not empty (a label is
+    # not 0): P@1 = 1 / 1. Labels all 0: P empty too (zero: 0)
+    cancel = [("q1", "a", 1), ("q1", "b", -1)]
+    ev = evaluate_rows(cancel, run, [M("P", 1), M("R", 1)],
+                       Conventions(empty_query="skip", **conv))
+    assert ev.per_query[M("P", 1)].tolist() == [1.0]
+    assert math.isnan(ev.aggregate(M("R", 1)))
+    zeros = [("q1", "a", 0)]
+    ev = evaluate_rows(zeros, run, [M("P", 1)], Conventions(empty_query="skip", **conv))
+    assert math.isnan(ev.aggregate(M("P", 1)))
+
+
+def test_hit_weight_label_under_the_micro_mean_sums_the_labels_and_the_rows_in_the_top():
+    # TorchRec's session precision and recall: q1 a (1), b tied with c (labels 0, 2) under
+    # group_first, so at k = 2 all three are in the top; q2: x (0.5), y (0)
+    qrels = [("q1", "a", 1), ("q1", "c", 2), ("q2", "x", 0.5)]
+    run = [("q1", "a", 2.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "x", 1.0),
+           ("q2", "y", 0.5)]
+    conv = Conventions(hit_weight="label", ideal="retrieved", ties="group_first",
+                       k_beyond_list="rows_in_top", mean="micro")
+    ev = evaluate_rows(qrels, run, [M("P", 1), M("P", 2), M("R", 1)], conv)
+    # P@1: q1 a alone (1 / 1), q2 x alone (0.5 / 1): micro (1 + 0.5) / (1 + 1)
+    assert ev.aggregate(M("P", 1)) == pytest.approx((1 + 0.5) / 2, abs=TOL)
+    # P@2: q1 a, b, c (1 + 0 + 2) / 3; q2 x, y (0.5 / 2): micro (3 + 0.5) / (3 + 2)
+    assert ev.per_query[M("P", 2)].tolist() == pytest.approx([3 / 3, 0.5 / 2], abs=TOL)
+    assert ev.aggregate(M("P", 2)) == pytest.approx((3 + 0.5) / (3 + 2), abs=TOL)
+    # R@1: q1 1 of 3, q2 0.5 of 0.5: micro (1 + 0.5) / (3 + 0.5)
+    assert ev.aggregate(M("R", 1)) == pytest.approx((1 + 0.5) / (3 + 0.5), abs=TOL)

@@ -208,7 +208,8 @@
       });
       return out;
     }
-    var pden = pick(profile, "k_beyond_list", { k: k, min_k_n: kk });
+    // the list is an order (no two documents tie): the rows in the top k are min(k, n)
+    var pden = pick(profile, "k_beyond_list", { k: k, min_k_n: kk, rows_in_top: kk });
     out["P@k"] = finish(safeDiv(relTop, pden), noRel, rule);
     out["R@k"] = finish(safeDiv(relTop, R), noRel, rule);
     out["RR"] = finish(first ? 1 / first : 0, noRel, rule);
