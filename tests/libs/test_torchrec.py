@@ -1,5 +1,5 @@
 """TorchRec through its adapter, live in its side environment: every fact of the profiles in
-``conformance/libs/torchrec.py``.
+``conformance/libs/torchrec.py`` (NDCGMetric's, then the session precision and recall's).
 
 Expected values are hand computation (written out below), never the reference implementation;
 TorchRec's discounts are float32, so values are held to float32's precision (``F32``), and the
@@ -16,7 +16,8 @@ import pytest
 
 from conformance.io.data import Qrels, Run
 from conformance.libs import entry
-from conformance.libs.torchrec import EXP_PROFILE, PROFILE, ndcg_metric
+from conformance.libs.torchrec import (EXP_PROFILE, PROFILE, SESSION_P, SESSION_R, ndcg_metric,
+                                       session_metric, session_ranks)
 from conformance.measures import parse_measure
 from libcall import call
 
@@ -123,3 +124,120 @@ def test_a_document_listed_twice_is_two_examples():
     # labels 1, 1, 0 in score order; the ideal from those same labels: 1.0
     assert value("nDCG", [("u1", "a", 1)], run) == pytest.approx(1.0, abs=F32)
     assert PROFILE.duplicates == "keep"
+
+
+# --------------------------------------------------------------------------------------------
+# PrecisionSessionMetric and RecallSessionMetric (entry torchrec:session)
+# --------------------------------------------------------------------------------------------
+
+
+def session(sessions, family, k) -> float:
+    """What the session metric (family "P" or "R") reports on these (scores, labels) sessions
+    with top_threshold=k, in the worker."""
+    return entry("torchrec:session").worker().call(
+        functools.partial(session_metric, family=family, k=k), sessions)
+
+
+def both(name, qrels, run, e="torchrec:session"):
+    lv = call(e, name, qrels, run)
+    assert lv.error is None, lv.error
+    return lv
+
+
+def test_a_row_s_rank_is_the_count_of_strictly_higher_predictions_not_the_comment_s():
+    # ranking_within_session's own comment example: session 1 holds 1.0, 0.0, 0.51, 0.8, 1.0,
+    # 0.0, 0.51; session -1 holds 0.8, 1.0, 0.0, 0.51, 0.8. Counting the strictly higher
+    # predictions: the two 1.0 rows 0, the 0.0 rows 5, the 0.51 rows 3 (1.0, 1.0, 0.8), 0.8 2;
+    # in session -1 both 0.8 rows 1, 1.0 0, 0.0 4, 0.51 3
+    predictions = [1.0, 0.0, 0.51, 0.8, 1.0, 0.0, 0.51, 0.8, 1.0, 0.0, 0.51, 0.8]
+    sessions = [1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1]
+    got = entry("torchrec:session").worker().call(session_ranks, predictions, sessions)
+    assert got == [0, 5, 3, 2, 0, 5, 3, 1, 0, 4, 3, 1]
+    # the comment says [0, 5, 3, 2, 1, 6, 4, 1, 0, 4, 3, 2]: tied rows apart, as an order
+    assert got != [0, 5, 3, 2, 1, 6, 4, 1, 0, 4, 3, 2]
+    assert entry("torchrec:session").version() == "1.9.2"
+
+
+def test_a_tie_group_whose_first_rank_is_in_the_top_is_in_it_whole():
+    # predictions 2, 1, 1, 0, labels 0, 0, 1, 0: ranks 0, 1, 1, 3; at k = 2 three rows are in
+    # the top: precision 1 / 3, recall 1 / 1; at k = 1 the first row alone: 0 / 1
+    one = [([2.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0])]
+    assert session(one, "P", 2) == pytest.approx(1 / 3, abs=1e-15)
+    assert session(one, "R", 2) == 1.0
+    assert session(one, "P", 1) == 0.0
+    # through the adapter: a (2.0), b and c (1.0, c relevant), d (0.0)
+    qrels, run = [("u1", "c", 1)], [("u1", "a", 2.0), ("u1", "b", 1.0), ("u1", "c", 1.0),
+                                    ("u1", "d", 0.0)]
+    assert both("P@2", qrels, run).per_query["u1"] == pytest.approx(1 / 3, abs=1e-15)
+    assert (SESSION_P.ties, SESSION_P.k_beyond_list) == ("group_first", "rows_in_top")
+
+
+def test_each_row_in_the_top_counts_its_label():
+    # labels 2, 0.5, 1 in score order: the top 2 sums 2.5 over 2 rows; recall 2.5 / 3.5
+    qrels = [("u1", "c", 2), ("u1", "a", 0.5), ("u1", "e", 1)]
+    assert both("P@2", qrels, RUN).per_query["u1"] == pytest.approx(2.5 / 2, abs=1e-15)
+    assert both("R@2", qrels, RUN).per_query["u1"] == pytest.approx(2.5 / 3.5, abs=1e-15)
+    # a negative label takes away: labels 2, -1, 0: (2 - 1) / 2
+    negative = [("u1", "c", 2), ("u1", "a", -1)]
+    assert both("P@2", negative, RUN).per_query["u1"] == pytest.approx(1 / 2, abs=1e-15)
+    assert (SESSION_P.hit_weight, SESSION_P.negative_labels) == ("label", "keep")
+
+
+def test_recall_divides_by_the_listed_documents_labels():
+    # a relevant, f relevant and not listed: in no session, so recall@3 is 1 / 1, not 1 / 2
+    assert both("R@3", QRELS, RUN).per_query["u1"] == 1.0
+    assert both("R@1", QRELS, RUN).per_query["u1"] == 0.0  # c first, label 0
+    assert SESSION_R.ideal == "retrieved"
+
+
+def test_the_sessions_parts_are_summed_before_one_division():
+    # u1: a (1) alone, precision 1 / 1; u2: x (0.5), y (0), precision 0.5 / 2 at k = 2. The
+    # metric: (1 + 0.5) / (1 + 2) = 0.5, where the sessions' mean is (1 + 0.25) / 2
+    qrels = [("u1", "a", 1), ("u2", "x", 0.5)]
+    run = [("u1", "a", 1.0), ("u2", "x", 2.0), ("u2", "y", 1.0)]
+    lv = both("P@2", qrels, run)
+    assert lv.per_query == pytest.approx({"u1": 1.0, "u2": 0.25}, abs=1e-15)
+    assert lv.mean == pytest.approx(0.5, abs=1e-15)
+    # recall: u1 1 / 1, u2 0.5 / 0.5 at k = 1: (1 + 0.5) / (1 + 0.5)
+    assert both("R@1", qrels, run).mean == 1.0
+    assert (SESSION_P.mean, SESSION_R.mean) == ("micro", "micro")
+
+
+def test_a_zero_denominator_is_nan_and_every_run_query_is_a_session():
+    # u2 is not judged: its labels are 0. Precision 0 / 2; recall 0 / 0, NaN, adding nothing
+    run = RUN + [("u2", "x", 1.0), ("u2", "y", 0.5)]
+    p = both("P@2", QRELS, run)
+    assert p.per_query == pytest.approx({"u1": 1 / 2, "u2": 0.0}, abs=1e-15)
+    assert p.mean == pytest.approx((1 + 0) / (2 + 2), abs=1e-15)
+    r = both("R@2", QRELS, run)
+    assert r.per_query["u1"] == 1.0 and math.isnan(r.per_query["u2"])
+    assert r.mean == 1.0
+    # nothing in the top (a threshold of 0, which the adapter never asks): precision NaN
+    assert math.isnan(session([([1.0], [1.0])], "P", 0))
+    assert (SESSION_P.empty_query, SESSION_R.empty_query, SESSION_P.query_set) == (
+        "zero", "skip", "run_all")
+
+
+def test_a_document_listed_twice_is_two_examples_in_the_top_and_in_the_sum():
+    run = [("u1", "a", 3.0), ("u1", "a", 2.0), ("u1", "c", 1.0)]
+    # labels 1, 1, 0: precision@2 2 / 2; recall@1 1 / 2 (the sum counts both listings)
+    assert both("P@2", [("u1", "a", 1)], run).per_query["u1"] == 1.0
+    assert both("R@1", [("u1", "a", 1)], run).per_query["u1"] == pytest.approx(1 / 2, abs=1e-15)
+    assert SESSION_P.duplicates == "keep"
+
+
+def test_recall_sums_the_hits_of_a_session_whose_own_recall_is_nan_and_is_refused():
+    # s1: labels 1 (first), -1; s2: label 1. At k = 1: s1 alone NaN (its labels sum to 0), s2
+    # 1.0, together (1 + 1) / (0 + 1) = 2.0
+    s1, s2 = ([2.0, 1.0], [1.0, -1.0]), ([1.0], [1.0])
+    assert math.isnan(session([s1], "R", 1))
+    assert session([s1, s2], "R", 1) == 2.0
+    # the sums cancel in total (1 and -1): NaN though the first session's recall is 1
+    assert math.isnan(session([([1.0], [1.0]), ([1.0], [-1.0])], "R", 1))
+    qrels = [("u1", "a", 1), ("u1", "b", -1), ("u2", "x", 1)]
+    run = [("u1", "a", 2.0), ("u1", "b", 1.0), ("u2", "x", 1.0)]
+    assert "sum to 0" in call("torchrec:session", "R@1", qrels, run).error
+    assert "cancel" in call("torchrec:session", "R@1", [("u1", "a", 1), ("u2", "x", -1)],
+                            [("u1", "a", 1.0), ("u2", "x", 1.0)]).error
+    # precision is not refused there: (1 + 1) / (1 + 1)
+    assert both("P@1", qrels, run).mean == 1.0
