@@ -145,8 +145,8 @@ def both(name, qrels, run, e="torchrec:session"):
 
 
 def test_a_row_s_rank_is_the_count_of_strictly_higher_predictions_not_the_comment_s():
-    # ranking_within_session's own comment example: the session of id 1 holds 1.0, 0.0, 0.51, 0.8, 1.0,
-    # 0.0, 0.51; session -1 holds 0.8, 1.0, 0.0, 0.51, 0.8. Counting the strictly higher
+    # ranking_within_session's own comment example: the session of id 1 holds 1.0, 0.0, 0.51,
+    # 0.8, 1.0, 0.0, 0.51; session -1 holds 0.8, 1.0, 0.0, 0.51, 0.8. Counting the strictly higher
     # predictions: the two 1.0 rows 0, the 0.0 rows 5, the 0.51 rows 3 (1.0, 1.0, 0.8), 0.8 2;
     # in session -1 both 0.8 rows 1, 1.0 0, 0.0 4, 0.51 3
     predictions = [1.0, 0.0, 0.51, 0.8, 1.0, 0.0, 0.51, 0.8, 1.0, 0.0, 0.51, 0.8]
