@@ -157,10 +157,16 @@ class PaperResult:
         # query_set=run_all) is outside it
         for m in self.sweep.grids:
             fixed = {a for a, _ in m.overrides}
+            # an axis the family reads that is never swept holds its default: another value is
+            # outside the sweep (hit_weight=label: sweep.UNTRIED_VALUES)
+            if any(AXES[a].swept == () and getattr(conv, a) != AXES[a].default
+                   for a in set(m.record.axes) - fixed):
+                return None
             for a in reads(m) - fixed:
                 swept = AXES[a].swept
                 if a not in self.axes and swept and getattr(conv, a) not in swept:
                     return None
+
         idx = []
         for a in self.axes:
             v = getattr(conv, a)
