@@ -136,7 +136,7 @@ AXES: dict[str, Axis] = {
             default="binary",
             group="named",
             stage="formula",
-            # not swept: see sweep.UNTRIED_VALUES
+            swept=("binary", "label"),
             phrases={"binary": "each relevant document counting 1",
                      "label": "each document counting its label"},
         ),

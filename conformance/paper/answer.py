@@ -158,7 +158,7 @@ class PaperResult:
         for m in self.sweep.grids:
             fixed = {a for a, _ in m.overrides}
             # an axis the family reads that is never swept holds its default: another value is
-            # outside the sweep (hit_weight=label: sweep.UNTRIED_VALUES)
+            # outside the sweep (sweep.UNTRIED_VALUES)
             if any(AXES[a].swept == () and getattr(conv, a) != AXES[a].default
                    for a in set(m.record.axes) - fixed):
                 return None

@@ -273,11 +273,16 @@ class Context:
             return kk.astype(np.float64)
         return np.full(self.ranked.n_queries, float(k))
 
-    def label_weights(self) -> np.ndarray:
+    def label_weights(self, k: int | None) -> np.ndarray:
         """Per row: what it counts for where it is ranked under ``hit_weight=label``: its label
-        as read, 0 when unjudged (under ``ties=average`` the mean over its tie group)."""
+        as read, 0 when unjudged (under ``ties=average`` the mean over its tie group; a group
+        a depth cut splits is refused only where it starts in the top ``k``, which the caller
+        reads)."""
         lab = self.ranked.label
-        return self.expected(np.where(np.isnan(lab), 0.0, lab), "hit_weight=label")
+        x = np.where(np.isnan(lab), 0.0, lab)
+        if self.tie_rule != "average":
+            return x
+        return self.ranked.group_mean(x, "hit_weight=label", within=k)
 
     def label_R(self) -> tuple[np.ndarray, np.ndarray]:
         """Under ``hit_weight=label``, per query: (R, the sum of the labels of the relevance

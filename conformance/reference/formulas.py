@@ -42,7 +42,7 @@ def precision_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
     ``k_beyond_list=min_k_n``, the rows in the top k under ``rows_in_top``; n without a
     cutoff)."""
     if ctx.conv.hit_weight == "label":
-        return ctx.ranked.upto(ctx.label_weights(), m.cutoff), ctx.list_denominator(m.cutoff)
+        return ctx.ranked.upto(ctx.label_weights(m.cutoff), m.cutoff), ctx.list_denominator(m.cutoff)
     num, den = ctx.relevant_in_top(m.cutoff), ctx.list_denominator(m.cutoff)
     ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=den,
              denominator_is="n" if m.cutoff is None else (
@@ -67,7 +67,7 @@ def recall_parts(ctx: Context, m: Measure) -> tuple[np.ndarray, np.ndarray]:
     """R@k's numerator and denominator per query: relevant in top k, and R (under
     ``hit_weight=label`` the labels in the top k summed, and the universe's labels summed)."""
     if ctx.conv.hit_weight == "label":
-        return ctx.ranked.upto(ctx.label_weights(), m.cutoff), ctx.label_R()[0]
+        return ctx.ranked.upto(ctx.label_weights(m.cutoff), m.cutoff), ctx.label_R()[0]
     R = ctx.R
     num = ctx.relevant_in_top(m.cutoff)
     ctx.show(sums="rel", cut=ctx.ranked.cut(m.cutoff), numerator=num, denominator=R,

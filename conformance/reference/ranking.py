@@ -250,11 +250,12 @@ class Ranked:
         first = self.group_start_rows()
         return (self.group_last - self.pos[first] + 1).astype(np.float64)
 
-    def group_mean(self, x: np.ndarray, what: str) -> np.ndarray:
+    def group_mean(self, x: np.ndarray, what: str, within: int | None = None) -> np.ndarray:
         """Per row: the mean of ``x`` over its tie group, which is its expected value at any
         rank of the group when the group's order is uniformly random (``ties=average``). A
         group cut by ``depth`` keeps only some of its rows: when ``x`` varies within such a
-        group, which values are kept depends on the order, and the call refuses."""
+        group, which values are kept depends on the order, and the call refuses, unless the
+        group starts below rank ``within`` (the rows the caller reads: its top k)."""
         first = self.group_start_rows()
         rows = x.size
         if rows == 0:
@@ -267,6 +268,8 @@ class Ranked:
             # x is read from the labels: a cut group of equal labels keeps rows of equal x
             varied = self.label_varied[begins] if self.label_varied is not None else np.ones(
                 begins.size, bool)
+            if within is not None:
+                varied = varied & (self.pos[begins] <= clamp_cutoff(within))
             if (varied & ~whole).any():
                 rule = "" if "ties=" in what else " under ties=average"
                 raise EvaluationError(

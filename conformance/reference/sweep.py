@@ -137,9 +137,6 @@ UNTRIED_VALUES: dict[tuple[str, Any], str] = {
     ("query_set", "qrels_strict"): "differs from qrels only where a judged query missing from "
                                    "the run is empty for the measure; no library profile uses it, "
                                    "and its shared aggregation is not yet proved against evaluate",
-    ("hit_weight", "label"): "not swept yet: the sweep's ranked prefixes do not carry the "
-                             "whole list's label sum that R reads under ideal=retrieved; "
-                             "check-paper holds P and R to relevant counts",
     ("ties", "unspecified"): "a range over the orders of tied documents, not one number: an entry "
                              "whose profile leaves ties unspecified is judged by its own range "
                              "(undecided, '?', unless run live)",

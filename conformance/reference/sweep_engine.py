@@ -177,6 +177,12 @@ class _Whole:
                 "ideal=retrieved with a depth cut under ties=average: the cut splits a tied "
                 "group of unequal gains; choose another tie rule")
 
+    def universe(self) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, query) of the judged rows of the whole lists (``Context.universe_labels``
+        under ``ideal=retrieved``)."""
+        known = ~np.isnan(self._labels)
+        return self._labels[known], self._q[known]
+
     def has_gain(self, conv: Conventions) -> np.ndarray:
         """As ``Context.has_gain`` on the whole list: some document has a nonzero gain."""
         g = gains(self._labels, conv)  # an unjudged document gains 0 under every gain
@@ -238,6 +244,12 @@ class _SweepContext(Context):
             self.whole.require_fixed_count(self.tie_rule, self.conv)
             return self.whole.R(self.conv.relevance_threshold)
         return Context.R.fget(self)
+
+    def universe_labels(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.conv.ideal == "retrieved" and self.whole is not None:
+            self.whole.require_fixed_gains(self.tie_rule, self.conv)
+            return self.whole.universe()
+        return Context.universe_labels(self)
 
     def has_gain(self) -> np.ndarray:
         if self.conv.ideal == "retrieved" and self.whole is not None:
@@ -663,21 +675,27 @@ class _Engine:
                                 jgain, jq, judged_label=self.judged(lv)[1], whole=whole,
                                 shared=self.shared_idcg, gain_key=gk, content=content)
             if mask is not None and conv.ideal == "retrieved" and whole is None:
-                # as evaluate: R is the unmasked list's, which this order's cut decides
-                ctx.list_R = self._unmasked_R(ctx, lv, order, k, rconv, binary)
+                # as evaluate: R (and hit_weight=label's sum of labels) is the unmasked list's,
+                # which this order's cut decides
+                ctx.unmasked = self._unmasked(ctx, lv, order, k, rconv, binary)
+                ctx.list_R = lambda unmasked=ctx.unmasked: unmasked().R
                 ctx.content += (order,)
             out.append(ctx)
         return out
 
-    def _unmasked_R(self, ctx: _SweepContext, lv, order, k, rconv: Conventions,
-                    binary: bool) -> Callable[[], np.ndarray]:
-        def R() -> np.ndarray:
-            plain = _SweepContext(ctx.conv, self.ranked(lv, order, k, rconv, binary), ctx.tie_rule,
-                                  ctx.R_judged, ctx.judged_gain, ctx.judged_q,
-                                  judged_label=ctx.judged_label, shared=ctx.shared,
-                                  gain_key=ctx.gain_key)
-            return plain.R
-        return R
+    def _unmasked(self, ctx: _SweepContext, lv, order, k, rconv: Conventions,
+                  binary: bool) -> Callable[[], _SweepContext]:
+        """() -> ``ctx`` over the same rows unmasked (made when first asked)."""
+        made: list[_SweepContext] = []
+
+        def plain() -> _SweepContext:
+            if not made:
+                made.append(_SweepContext(
+                    ctx.conv, self.ranked(lv, order, k, rconv, binary), ctx.tie_rule,
+                    ctx.R_judged, ctx.judged_gain, ctx.judged_q, judged_label=ctx.judged_label,
+                    shared=ctx.shared, gain_key=ctx.gain_key))
+            return made[0]
+        return plain
 
     @staticmethod
     def content_key(formula_key: tuple, contexts: list[Context]) -> tuple:

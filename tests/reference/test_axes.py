@@ -1292,3 +1292,17 @@ def test_hit_weight_label_under_the_micro_mean_sums_the_labels_and_the_rows_in_t
     assert ev.aggregate(M("P", 2)) == pytest.approx((3 + 0.5) / (3 + 2), abs=TOL)
     # R@1: q1 1 of 3, q2 0.5 of 0.5: micro (1 + 0.5) / (3 + 0.5)
     assert ev.aggregate(M("R", 1)) == pytest.approx((1 + 0.5) / (3 + 0.5), abs=TOL)
+
+
+def test_hit_weight_label_under_average_ties_refuses_a_depth_cut_group_only_in_the_top_k():
+    # GROUPED: x (1) at 1, the tie {a (2), b (0), c (1)} at ranks 2-4, d (1) at 5. depth 3
+    # cuts the group (two of its three rows kept, which two depends on the order). P@1 reads
+    # x alone: 1 / 1. P@3 reads the cut group: refused
+    conv = dict(hit_weight="label", ties="average", depth=3)
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["P@1"], **conv) == pytest.approx([1.0], abs=TOL)
+    with pytest.raises(EvaluationError, match="depth cut splits"):
+        _values(GROUPED_QRELS, GROUPED_RUN, ["P@3"], **conv)
+    # without the cut, each row of the group counts its mean label (2 + 0 + 1) / 3 = 1:
+    # P@3 = (1 + 1 + 1) / 3
+    assert _values(GROUPED_QRELS, GROUPED_RUN, ["P@3"], hit_weight="label",
+                   ties="average") == pytest.approx([1.0], abs=TOL)
