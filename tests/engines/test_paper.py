@@ -494,8 +494,10 @@ def test_several_values_narrow_the_answer_jointly(hand_evidence):
     res = answer(hand_evidence, [parse_reported("nDCG@3=0.8597"), parse_reported("P@2=0.5000")])
     assert [{k: v for k, v in r.items() if v != "any"} for r in res.consistent_conventions] == [
         {"gain": "linear", "discount": ["log2", "log:10"], "ideal": ["judged", "retrieved", "judged_to_list"],
-         "relevance_threshold": "2", "threshold_scope": "binary", "mean": ["arithmetic", "geometric"]}
-    ]  # P@2 reads mean=micro, which nDCG@3 refuses; the base cancels; k_slots' ideal 2 + 2/log2(3) + 2/2 = 4.262 gives 0.531
+         "hit_weight": "binary", "relevance_threshold": "2", "threshold_scope": "binary",
+         "mean": ["arithmetic", "geometric"]}
+    ]  # P@2 reads mean=micro, which nDCG@3 refuses; the base cancels; k_slots' ideal 2 + 2/log2(3) + 2/2 = 4.262 gives 0.531;
+    # hit_weight=label gives P@2 = (1 + 2) / 2 = 1.5 whatever the threshold
     # trec_eval has the gains right but counts label 1 as relevant (P@2 = 1.0); the list-wise
     # libraries do not compute P@2 at all
     assert res.consistent_libraries == []
