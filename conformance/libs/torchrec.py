@@ -360,6 +360,8 @@ class TorchrecSessionEntry(Entry):
         k = measure.cutoff or max(len(scores) for scores, _ in sessions.values())
         k = min(k, 2**62)
         per_query = {q: session_metric([s], measure.family, k) for q, s in sessions.items()}
+        # NaN: TorchRec divides by 0 for the session, which then has no value (empty_query=skip)
+        per_query = {q: v for q, v in per_query.items() if not math.isnan(v)}
         mean = session_metric(list(sessions.values()), measure.family, k)
         return LibraryValues(per_query=per_query, mean=mean)
 
