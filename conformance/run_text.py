@@ -373,7 +373,9 @@ def render(result, details: bool = False, named: list[str] = ()) -> str:
     """The text ``conformance run`` prints (module docstring)."""
     rows = result.table()
     single = len({r["case"] for r in rows}) <= 1
-    lines = [] if single else [summary_line(result, named), ""]  # the answer in one line first
+    # the answer in one line first, the class matrix right under it: with 52 entries the
+    # summary, the header, the entries' lines and the key fill the first screen's 50 lines
+    lines = [] if single else [summary_line(result, named)]
     if single:
         lines += case_tables(result, rows)
     elif details:  # the matrix first, then every case's table
