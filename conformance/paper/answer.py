@@ -166,7 +166,6 @@ class PaperResult:
                 swept = AXES[a].swept
                 if a not in self.axes and swept and getattr(conv, a) not in swept:
                     return None
-
         idx = []
         for a in self.axes:
             v = getattr(conv, a)

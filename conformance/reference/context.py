@@ -138,9 +138,11 @@ class Context:
             self._judged = (~np.isnan(self.ranked.label)).astype(np.float64)
         return self._judged
 
-    def expected(self, x: np.ndarray, what: str) -> np.ndarray:
-        """``x`` per row, or under ``ties=average`` its mean over each row's tie group."""
-        return self.ranked.group_mean(x, what) if self.tie_rule == "average" else x
+    def expected(self, x: np.ndarray, what: str, within: int | None = None) -> np.ndarray:
+        """``x`` per row, or under ``ties=average`` its mean over each row's tie group (a group
+        a depth cut splits refused only where it starts in the top ``within``, when given:
+        :meth:`Ranked.group_mean`)."""
+        return self.ranked.group_mean(x, what, within) if self.tie_rule == "average" else x
 
     def N_judged_nonrel(self) -> np.ndarray:
         """Per query: judged documents below the relevance threshold in the relevance universe
@@ -279,10 +281,7 @@ class Context:
         a depth cut splits is refused only where it starts in the top ``k``, which the caller
         reads)."""
         lab = self.ranked.label
-        x = np.where(np.isnan(lab), 0.0, lab)
-        if self.tie_rule != "average":
-            return x
-        return self.ranked.group_mean(x, "hit_weight=label", within=k)
+        return self.expected(np.where(np.isnan(lab), 0.0, lab), "hit_weight=label", within=k)
 
     def label_R(self) -> tuple[np.ndarray, np.ndarray]:
         """Under ``hit_weight=label``, per query: (R, the sum of the labels of the relevance

@@ -676,13 +676,13 @@ def _shared_rank_pieces(q_s: np.ndarray, prim_s: np.ndarray, pos: np.ndarray, ga
     # per group: its last row (no group in an empty ranking)
     ends = np.append(np.flatnonzero(boundary)[1:], rows) - 1 if rows else np.zeros(0, np.int64)
     shared = np.flatnonzero(boundary) if not last else ends  # the row whose rank all take
-    rank_l = pos[shared][gid]
+    rank_shared = pos[shared][gid]
     through = (c_row[ends] + rel[ends])[gid]  # relevant rows through the group's last row
     with np.errstate(divide="ignore", invalid="ignore"):
-        ap_term = rel * through / rank_l
+        ap_term = rel * through / rank_shared
     p_first = rel * (c_row == 0)
     no_ties = np.zeros(rows, bool)
-    return [rank_l, gain + 0.0, rel, rank_l, no_ties, no_ties, rel, gain + 0.0, ap_term, p_first]
+    return [rank_shared, gain + 0.0, rel, rank_shared, no_ties, no_ties, rel, gain + 0.0, ap_term, p_first]
 
 
 def _first_listings(q_sorted: np.ndarray, doc_sorted: np.ndarray) -> np.ndarray:
