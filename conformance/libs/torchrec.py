@@ -193,6 +193,17 @@ def ndcg_metric(sessions: list[tuple[list[float], list[float]]], exponential_gai
     return float(metric.compute()[_KEY])
 
 
+def by_session(qrels: Qrels, run: Run, call) -> LibraryValues:
+    """A query's value is ``call`` on its session alone, the mean ``call`` on every session;
+    a session ``call`` gives NaN for (TorchRec divided by 0 there) has no value."""
+    sessions = sessions_input(qrels, run)
+    if not sessions:
+        return LibraryValues(per_query={}, mean=None)
+    per_query = {q: call([s]) for q, s in sessions.items()}
+    return LibraryValues(per_query={q: v for q, v in per_query.items() if not math.isnan(v)},
+                         mean=call(list(sessions.values())))
+
+
 _SESSION_KEYS = {"P": "precision_session_level", "R": "recall_session_level"}
 
 
@@ -292,13 +303,8 @@ class TorchrecEntry(Entry):
         declined = self.declined(qrels, run, measure)
         if declined is not None:
             return declined
-        sessions = sessions_input(qrels, run)
-        if not sessions:
-            return LibraryValues(per_query={}, mean=None)
         k = measure.cutoff or -1
-        per_query = {q: 1.0 - ndcg_metric([s], self.exponential, k) for q, s in sessions.items()}
-        mean = 1.0 - ndcg_metric(list(sessions.values()), self.exponential, k)
-        return LibraryValues(per_query=per_query, mean=mean)
+        return by_session(qrels, run, lambda s: 1.0 - ndcg_metric(s, self.exponential, k))
 
 
 class TorchrecSessionEntry(Entry):
@@ -354,16 +360,9 @@ class TorchrecSessionEntry(Entry):
         declined = self.declined(qrels, run, measure)
         if declined is not None:
             return declined
-        sessions = sessions_input(qrels, run)
-        if not sessions:
-            return LibraryValues(per_query={}, mean=None)
-        k = measure.cutoff or max(len(scores) for scores, _ in sessions.values())
-        k = min(k, 2**62)
-        per_query = {q: session_metric([s], measure.family, k) for q, s in sessions.items()}
-        # NaN: TorchRec divides by 0 for the session, which then has no value (empty_query=skip)
-        per_query = {q: v for q, v in per_query.items() if not math.isnan(v)}
-        mean = session_metric(list(sessions.values()), measure.family, k)
-        return LibraryValues(per_query=per_query, mean=mean)
+        # without a cutoff, k past every session's length: every row in the top
+        k = min(measure.cutoff or max(len(run), 1), 2**62)
+        return by_session(qrels, run, lambda s: session_metric(s, measure.family, k))
 
 
 ENTRIES: list[Entry] = [
