@@ -66,6 +66,13 @@ class _Ordering(tuple):
 _FIXED_ORDER_BASE = ("start", "n", "pos", "gain", "rel", "label", "pooled", "first")
 
 
+def _feed(h, a: np.ndarray, prefix: bytes = b"") -> None:
+    """Feed the digest ``h`` one array: ``prefix``, its dtype and shape, then its bytes."""
+    a = np.ascontiguousarray(a)
+    h.update(prefix + a.dtype.str.encode() + str(a.shape).encode())
+    h.update(a.view(np.uint8) if a.size else b"")
+
+
 def _content(ranked: Ranked, rule: str) -> bytes:
     """A digest of every per-row and per-query array of ``ranked`` a formula can read (all but
     ``order``, the trace's row numbers, and ``ties``, set only by ``evaluate``); under a rule
@@ -80,9 +87,7 @@ def _content(ranked: Ranked, rule: str) -> bytes:
         if a is None:
             h.update(b"|" + f.name.encode() + b":none")
         else:
-            a = np.ascontiguousarray(a)
-            h.update(b"|" + f.name.encode() + a.dtype.str.encode() + str(a.shape).encode())
-            h.update(a.view(np.uint8) if a.size else b"")
+            _feed(h, a, b"|" + f.name.encode())
     return h.digest()
 
 
@@ -141,9 +146,7 @@ class _Whole:
                 labels, q = labels[keep], q[keep]
             h = hashlib.blake2b(digest_size=16)
             for a in (labels, q):
-                a = np.ascontiguousarray(a)
-                h.update(a.dtype.str.encode() + str(a.shape).encode())
-                h.update(a.view(np.uint8) if a.size else b"")
+                _feed(h, a)
             self._tops[unjudged_lowest] = (labels, q, h.digest())
         return self._tops[unjudged_lowest]
 
