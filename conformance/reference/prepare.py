@@ -339,7 +339,9 @@ class Prepared:
         joined by its docid words, the query ids are put in word form and compared row by row
         (the docid vocabulary, most of the cost of building the exact coding, is not made)."""
         if self._by_words:
-            return _identical_by_words(self._run_in.doc_words, self.qids, self.run_q)
+            found = _identical_by_words(self._run_in.doc_words, self.qids, self.run_q)
+            if found is not None:
+                return found
         vocab = self._doc_vocab
         qids = pa.array(self.qids.tolist(), type=vocab.type)
         query_of_doc = arrow_numpy(ac.index_in(vocab, value_set=qids), fill=-1).astype(np.int64)
@@ -440,12 +442,15 @@ def looked_up_labels(judged: Mapping[str, Mapping[str, object]], run: Run) -> np
     return np.fromiter(map(dict.get, per_row, run.doc_list.ids, repeat(np.nan)), np.float64, len(run))
 
 
-def _identical_by_words(words: DocWords, qids: np.ndarray, run_q: np.ndarray) -> np.ndarray:
+def _identical_by_words(words: DocWords, qids: np.ndarray, run_q: np.ndarray) -> np.ndarray | None:
     """Per row of ``words``: whether the id equals ``qids[run_q]``, compared in word form
-    (:class:`DocWords`: equal ids have equal lengths and equal words at any common width)."""
+    (:class:`DocWords`: equal ids have equal lengths and equal words at any common width);
+    None when some query id has no word form (over 128 bytes: the exact coding answers)."""
+    if not len(words):
+        return np.zeros(0, bool)
     qwords = DocWords.of(pa.array(qids.tolist(), type=pa.string()))
-    if qwords is None or not len(words):  # a query id over 128 bytes
-        return np.zeros(len(words), bool)
+    if qwords is None:
+        return None
     width = words.width
     q_lens = qwords.lens.astype(np.int64)
     q_mat = qwords.words[:, :width]

@@ -22,7 +22,14 @@ QRELS = "q1 0 q1 1\nq1 0 a 1\nlongquery_name_here 0 x 1\nq2 0 q2x 1\n"
 SHORT_RUN = "longquery_name_here Q0 d1 1 1 r\nq1 Q0 q1 1 1 r\n"
 
 
-@pytest.mark.parametrize("run_text, want", [(RUN, WANT), (SHORT_RUN, [False, True])])
+# a query id over 128 bytes has no word form: the other queries' rows are still found
+LONG_QUERY = "q" * 200
+LONG_RUN = f"{LONG_QUERY} Q0 d1 1 1 r\nq1 Q0 q1 1 1 r\n"
+
+
+@pytest.mark.parametrize("run_text, want", [(RUN, WANT), (SHORT_RUN, [False, True]),
+                                            (LONG_RUN, [False, True])],
+                         ids=["mixed", "one-word docids", "a query id past 128 bytes"])
 def test_identical_rows_in_word_form_are_the_exact_coding_s(tmp_path, run_text, want):
     (tmp_path / "qrels").write_text(QRELS, encoding="utf-8")
     (tmp_path / "run").write_text(run_text, encoding="utf-8")
