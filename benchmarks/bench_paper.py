@@ -9,13 +9,13 @@ temporary directory unless ``--data`` names one):
   the conventions nDCG@10 reads (gain, discount, ideal, tie rule, score precision, relevance
   threshold and scope, depth, empty queries, query set), the join included.
 
-Each is run ``--repeat`` times, interleaved; the fastest of each is kept and the ratio
-sweep / single printed, in wall time and in CPU time (user + sys of this process: the honest
-figure on a shared machine, where wall time carries other processes' load). The budget the
-README once stated for nDCG@10, about 2.2, was measured on a sweep of a few of each axis's
-values; the README states the latest measurement of the sweep of every value. Peak RSS (``getrusage``) is printed after loading, after the single
-evaluation and after the sweep. Live libraries and library profiles
-are not part of the sweep and are not timed. File reading is not timed either.
+Each is run ``--repeat`` times, interleaved; the fastest of each is kept and the ratio sweep /
+single printed, in wall time and in CPU time (user + sys of this process: the honest figure on
+a shared machine, where wall time carries other processes' load). The budget the README once
+stated for nDCG@10, about 2.2, was measured on a sweep of a few of each axis's values; the
+README states the latest measurement of the sweep of every value. Peak RSS (``getrusage``) is
+printed after loading, after the single evaluation and after the sweep. Live libraries and
+library profiles are not part of the sweep and are not timed. File reading is not timed either.
 
 With ``--check N`` the script also evaluates N combinations drawn at random with ``evaluate()``
 and requires each to equal the sweep's value exactly (the tests do the same on small inputs).
