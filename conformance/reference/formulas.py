@@ -22,6 +22,7 @@ One idea at about 620 lines: one function per family over one shared notation.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -577,6 +578,7 @@ def _refusing_shared_ranks(formula):
     group (rows of one query sharing a rank) in the rows it reads (its top k; a group ranked
     past k is not among them, :meth:`Ranked.cut`): the family reads ranks other than through
     the per-row pieces."""
+    @functools.wraps(formula)
     def checked(ctx: Context, m: Measure) -> Result:
         if ctx.tie_rule in SHARED_RANK_RULES:
             r = ctx.ranked

@@ -22,7 +22,9 @@ shown, on this input or on every input, unable to change what the sweep finds:
   ``nonpositive_scores=not_relevant`` without a score <= 0; the formula key
   (``_Engine.formula_key``) makes further values one where the formula cannot tell them apart
   (``ideal=judged_to_list`` where no list is shorter than its ideal cut, orderings that cannot
-  differ, a depth no list reaches, a threshold the gains do not read);
+  differ, a depth no list reaches or, outside ``ideal=retrieved``, none of the top-k lists a
+  measure with a cutoff reads (``_Engine.reads_depth``), a threshold the gains do not read,
+  the graded scope where every label below the threshold is 0 (``_Engine.gain_reading``));
 - ``relevance_threshold``: one threshold per class of the input's labels (a threshold L makes
   the labels >= L relevant; thresholds between the same two labels select the same
   documents): 0 and the negative ones where labels there exist, then 1 .. the largest label
@@ -104,7 +106,6 @@ from conformance.reference import evaluate
 from conformance.reference.evaluate import micro_mean, missing_score_zero, round_half_even
 from conformance.reference.formulas import FORMULAS, RATIO_PARTS
 from conformance.reference.prepare import Prepared
-from conformance.reference.ranking import EXPONENTIAL_HEADROOM
 from conformance.reference.sweep_engine import BASE, SWEPT_VALUES, _Engine
 
 
@@ -433,13 +434,7 @@ class Sweep:
                     v[block] = v[filled[fkey]]
                 continue
             filled[fkey] = block
-            scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
-            if conv.ties == "unspecified" or m.aggregate == "curve" or scaled or m.record.reads_annotation:
-                # each tie order settles its own empty queries before the range is taken, and
-                # some measures refuse what only the averaged grouping detects; a curve is
-                # averaged over the whole evaluation; exponential gains beyond a double are
-                # scaled by evaluate; Hole ranks the rows by annotation, which the engine's
-                # contexts do not hold: no sharing here
+            if eng.by_evaluate(m, conv):  # see _Engine.by_evaluate
                 formulas[fkey] = _ByEvaluate(conv)
             else:
                 try:

@@ -24,7 +24,7 @@ from conformance.errors import EvaluationError
 from conformance.measures import FAMILIES, Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
-from conformance.reference.ranking import Ranked, gains, ideal_dcg, rank, segments
+from conformance.reference.ranking import EXPONENTIAL_HEADROOM, Ranked, gains, ideal_dcg, rank, segments
 
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
@@ -571,24 +571,75 @@ class _Engine:
         return (m.record.gains_read_threshold and conv.threshold_scope == "binary"
                 and conv.gain != "binary")
 
-    def gain_threshold(self, m: Measure, conv: Conventions):
-        """The relevance threshold as a graded family's gains read it: None where they do not
-        (``_threshold_idle``); 1 for a threshold below 1 under linear or exponential gains when
-        every label from it up to 1 is 0, whose gain is 0 either way (the same gains, so the
-        same values); else the threshold itself."""
-        thr = conv.relevance_threshold
+    def gain_reading(self, m: Measure, conv: Conventions) -> tuple[str, Any]:
+        """The (threshold scope, relevance threshold) as a graded family's gains read them, made
+        one where two readings give every judged label the same gain (so the same values):
+
+        - ``(binary, None)`` where the gains do not read the threshold (``_threshold_idle``),
+          and under the graded scope with linear or exponential gains when every judged label
+          below the threshold is 0 (the scope's zeroing then changes no gain);
+        - the binary scope under ``gain=binary``, whose gain is relevance (the graded scope
+          zeroes only labels already below the threshold);
+        - the threshold 1 for a threshold below 1 under linear or exponential gains when every
+          label from it up to 1 is 0 (gain 0 either way);
+        - else the axes' own values.
+
+        Other families: their own values."""
+        scope, thr = conv.threshold_scope, conv.relevance_threshold
+        if not m.record.gains_read_threshold:
+            return scope, thr
         if self._threshold_idle(m, conv):
-            return None
-        if (m.record.gains_read_threshold and thr < 1 and conv.gain in ("linear", "exponential")):
-            lv = (conv.label_type, conv.negative_labels)
+            return "binary", None
+        if conv.gain == "binary":
+            return "binary", thr
+        if conv.gain not in ("linear", "exponential"):
+            return scope, thr
+        lv = (conv.label_type, conv.negative_labels)
+        if scope == "graded":
+            key = ("zero_below", lv, thr)
+            if key not in self._short:
+                below = self.judged(lv)[1]
+                below = below[below < thr]
+                self._short[key] = bool(((below == 0) & ~np.signbit(below)).all())
+            if self._short[key]:
+                return "binary", None
+        if thr < 1:
             key = ("below", lv, thr)
             if key not in self._short:
                 lab = self.judged(lv)[1]
                 between = lab[(lab >= thr) & (lab < 1)]
                 self._short[key] = bool((between == 0).all())
             if self._short[key]:
-                return 1
-        return thr
+                return scope, 1
+        return scope, thr
+
+    def reads_depth(self, m: Measure, conv: Conventions) -> bool:
+        """Can ``depth`` change ``m``'s formula results on this input? Not where no list
+        reaches it, and not where ``m`` reads each list to a cutoff at or above the depth's
+        reach alone: the ranked prefix the formulas read then holds no list longer than the
+        depth (so the depth cuts nothing of it, and ``ranked_key`` leaves it out), the whole
+        lists, the only other rows a depth cuts, are read under ``ideal=retrieved`` alone
+        (``_SweepContext``), and no formula of a family with a cutoff reads the depth itself
+        (a guard test holds this). A combination ``evaluate`` computes (``by_evaluate``) and
+        the rank column's order, which ranks whole lists, keep their depth."""
+        d = conv.depth
+        if d is None or not self._prefix_deeper(None, d):
+            return False
+        reach = _reach(m, conv)
+        return (reach is None or reach > d or conv.ideal == "retrieved"
+                or conv.rank_source == "rank_column" or self.by_evaluate(m, conv)
+                or self._prefix_deeper(reach, d))
+
+    def by_evaluate(self, m: Measure, conv: Conventions) -> bool:
+        """Is this combination left to ``evaluate`` itself (no shared contexts)? Under
+        ``ties=unspecified`` each tie order settles its own empty queries before the range is
+        taken, and some measures refuse what only the averaged grouping detects; a curve is
+        averaged over the whole evaluation; exponential gains beyond a double are scaled by
+        ``evaluate``; Hole ranks the rows by annotation, which the engine's contexts do not
+        hold."""
+        scaled = conv.gain == "exponential" and self.facts.top_label > EXPONENTIAL_HEADROOM
+        return (conv.ties == "unspecified" or m.aggregate == "curve" or scaled
+                or m.record.reads_annotation)
 
     def formula_key(self, m: Measure, conv: Conventions) -> tuple:
         """Equal keys, equal formula results (values and empty queries) for ``m``: the value of
@@ -597,14 +648,17 @@ class _Engine:
         list reaches, a threshold the gains do not read, ``judged_to_list`` where no list is
         shorter than its ideal cut."""
         values = []
+        reading = self.gain_reading(m, conv) if m.record.kind == "graded" else None
         for a, stage in _key_axes(m.family):
             v = getattr(conv, a)
             if stage == "ordering":
                 v = _Ordering(self.ordering(conv, conv.ties))
             elif a == "depth":
-                v = conv.depth if conv.depth is not None and self._prefix_deeper(None, conv.depth) else None
-            elif a == "relevance_threshold" and m.record.kind == "graded":
-                v = self.gain_threshold(m, conv)
+                v = conv.depth if self.reads_depth(m, conv) else None
+            elif a == "threshold_scope" and reading is not None:
+                v = reading[0]
+            elif a == "relevance_threshold" and reading is not None:
+                v = reading[1]
             elif a == "ideal" and v == "judged_to_list" and not self.lists_short(
                     (conv.label_type, conv.negative_labels), m.cutoff, conv.depth):
                 v = "judged"
@@ -659,16 +713,19 @@ class _Engine:
                     conv.depth is not None and k is not None and k >= conv.depth)
             rconv = conv
             if m.record.kind == "graded":
-                thr = self.gain_threshold(m, conv)
-                if thr != conv.relevance_threshold:  # a threshold the gains do not tell apart
-                    rconv = conv.replace(relevance_threshold=1 if thr is None else thr)
+                scope, thr = self.gain_reading(m, conv)
+                if (scope, thr) != (conv.threshold_scope, conv.relevance_threshold):
+                    # readings the gains do not tell apart: one Ranked
+                    rconv = conv.replace(threshold_scope=scope,
+                                         relevance_threshold=1 if thr is None else thr)
             binary = m.record.kind != "graded"
             mask = self.mask(m, conv)
             ranked_lv = lv if mask is None else lv + (mask,)
             key = self.ranked_key(ranked_lv, order, k, rconv, binary)
             ranked = self.ranked_at(key)
             # the whole lists are never masked: R under ideal=retrieved counts the masked rows
-            whole = None if covers else self.whole(lv, order, conv.depth)
+            # only ideal=retrieved reads the whole lists (_SweepContext)
+            whole = None if covers or conv.ideal != "retrieved" else self.whole(lv, order, conv.depth)
             gk, jgain = self.judged_gain(lv, conv)
             jq = self.judged(lv)[0]
             # the whole lists are kept for the sweep's life, so the object names them

@@ -168,9 +168,11 @@ def by_evaluate(sweep: Sweep, m: Measure, conv: Conventions) -> bool:
             or (conv.gain == "exponential" and sweep.facts.top_label > EXPONENTIAL_HEADROOM))
 
 
-def check_sample(qrels, run, measures, per_measure: int, seed: int) -> int:
+def check_sample(qrels, run, measures, per_measure: int, seed: int, evaluated: bool = False) -> int:
     """Compare ``per_measure`` random cells of each grid that the sweep computes with its own
-    shared work (not by calling evaluate) with evaluate(); return cells checked."""
+    shared work (not by calling evaluate) with evaluate(); return cells checked. With
+    ``evaluated``, the cells the sweep fills by calling evaluate too: one may hold the value
+    evaluate gave another cell of equal formula key."""
     prep = Prepared(qrels, run)
     sweep = Sweep(prep, measures)
     rng = random.Random(seed)
@@ -183,7 +185,7 @@ def check_sample(qrels, run, measures, per_measure: int, seed: int) -> int:
         picked = []
         for i in rng.sample(range(math.prod(shape)), math.prod(shape)):
             c = tuple(int(x) for x in np.unravel_index(i, shape))
-            if not by_evaluate(sweep, m, BASE.replace(**g.conventions(c))):
+            if evaluated or not by_evaluate(sweep, m, BASE.replace(**g.conventions(c))):
                 picked.append(c)
                 if len(picked) == per_measure:
                     break
@@ -221,6 +223,36 @@ def test_the_formulas_read_by_name_only_the_tie_rules_the_sweep_keeps_apart():
                                (folder / name).read_text()):
             named |= set(re.findall(r'"([^"]*)"', test))
     assert named and named <= set(RULES_READ_BY_NAME), named
+
+
+def test_no_formula_of_a_family_with_a_cutoff_reads_the_depth():
+    """``_Engine.reads_depth`` makes a depth past every prefix list one with no depth for a
+    family that reads each list to a cutoff (outside ``ideal=retrieved``): sound only while no
+    such family's formula, and nothing of the reference's ``Context``, reads ``conv.depth``
+    itself (a depth then acts only through the ranking and the whole lists)."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    import conformance.reference as reference
+    from conformance.measures import FAMILIES
+    from conformance.reference.formulas import FORMULAS
+
+    folder = Path(reference.__file__).parent
+    reading = set()
+    for name in ("formulas.py", "formulas_graded.py", "context.py"):
+        for node in ast.walk(ast.parse((folder / name).read_text())):
+            if isinstance(node, ast.FunctionDef) and "conv.depth" in ast.unparse(node):
+                reading.add((name, node.name))
+    assert not [f for f in reading if f[0] == "context.py"], reading
+    names = {n for _, n in reading}
+    assert names, "the guard lost its subject: some formula reads conv.depth"
+    found = set()
+    for family, f in FORMULAS.items():
+        if inspect.unwrap(f).__name__ in names:
+            found.add(inspect.unwrap(f).__name__)
+            assert FAMILIES[family].reach == "whole", family
+    assert found == names, names - found
 
 
 # Examples of the generated-case property tests, and combinations checked per measure; raise
@@ -304,6 +336,24 @@ def _long_case(seed: int, n_docs: int):
     qrels.append(("q4", "z", 2.0))  # judged, never retrieved
     rng.shuffle(run)
     return Qrels.from_records(qrels), Run.from_records(run)
+
+
+@pytest.mark.parametrize("negative", [False, True])
+def test_cells_made_one_by_the_gain_reading_and_the_depth_equal_evaluate(negative):
+    """``_Engine.gain_reading`` makes the graded scope one with the binary where every label
+    below the threshold is 0 (none is when a label is -1 or 0.5 below it), and
+    ``reads_depth`` a depth past every top-10 list one with no depth; the cells sharing a
+    value so, those evaluate fills included (ties=unspecified), equal evaluate's own."""
+    qrels, run = _long_case(2, 150)
+    if negative:
+        pairs = [(q, d, lab) for q, docs in qrels.to_dict().items() for d, lab in docs.items()]
+        records = [(q, d, -1.0 if i % 7 == 0 else (0.5 if i % 11 == 0 else lab))
+                   for i, (q, d, lab) in enumerate(pairs)]
+        qrels = Qrels.from_records(records)
+    measures = parse_measures("nDCG@10,DCG@3")
+    cells = 10 * PER_MEASURE
+    assert check_sample(qrels, run, measures, per_measure=cells, seed=3,
+                        evaluated=True) == cells * len(measures)
 
 
 @pytest.mark.parametrize("n_docs", [150, 1100])
