@@ -343,7 +343,7 @@ class Prepared:
             if found is not None:
                 return found
         vocab = self._doc_vocab
-        qids = pa.array(self.qids.tolist(), type=vocab.type)
+        qids = arrow_strings(self.qids).cast(vocab.type)
         query_of_doc = arrow_numpy(ac.index_in(vocab, value_set=qids), fill=-1).astype(np.int64)
         return query_of_doc[self.run_doc_code] == self.run_q
 
@@ -448,7 +448,7 @@ def _identical_by_words(words: DocWords, qids: np.ndarray, run_q: np.ndarray) ->
     None when some query id has no word form (over 128 bytes: the exact coding answers)."""
     if not len(words):
         return np.zeros(0, bool)
-    qwords = DocWords.of(pa.array(qids.tolist(), type=pa.string()))
+    qwords = DocWords.of(arrow_strings(qids))
     if qwords is None:
         return None
     width = words.width
