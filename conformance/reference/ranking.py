@@ -25,7 +25,7 @@ last rank L as its ``pos``, and its AP term counts the group's relevant rows thr
 ``ties=group_first`` is the same with the group's first rank F: a group that starts by k is in
 the top k whole (more than k rows), and a depth keeps it whole.
 
-One idea at about 760 lines: one ordering and every per-row piece the formulas read of it (the
+One idea at about 820 lines: one ordering and every per-row piece the formulas read of it (the
 tie rules, gains, discounts and the ideal's sorted gains are stages of that one ranking).
 """
 
@@ -461,6 +461,62 @@ def _sort_within_groups(keys: list[np.ndarray], group: np.ndarray) -> np.ndarray
     return out
 
 
+# The tie rules whose order reads no label or gain (the docid, the listing position, the score
+# alone): their permutation of given rows is one for every label reading and threshold.
+LABEL_FREE_RULES = ("docid_desc", "docid_asc", "input_order", "reverse_input", "average",
+                    "group_last", "group_first")
+
+
+def _key(values, sign: int = 1, nan_as_zero: bool = False):
+    """rows -> ``values`` at those rows as a sort key (descending for ``sign`` -1)."""
+    if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
+        return lambda rows: values.sort_keys(rows, descending=sign < 0)
+
+    def at(rows):
+        x = _take(values, rows)
+        x = _nan_as_zero(x) if nan_as_zero else x
+        return -x if sign < 0 else x
+    return at
+
+
+def _tie_keys(tie_rule: str, doc, order_in_run, labels, conv, tie_labels=None) -> list:
+    """The tie keys of ``rank`` under ``tie_rule``, least significant first (np.lexsort's
+    order); a rule of :data:`LABEL_FREE_RULES` reads neither ``labels`` nor ``conv``."""
+    if tie_rule in ("docid_desc", "average", "group_last", "group_first"):
+        ties = [_key(doc, -1)]
+    elif tie_rule == "docid_asc":
+        ties = [_key(doc)]
+    elif tie_rule == "input_order":
+        ties = [_key(order_in_run)]
+    elif tie_rule == "reverse_input":
+        ties = [_key(order_in_run, -1)]
+    elif tie_rule in ("pessimistic", "optimistic"):
+        by = labels if tie_labels is None else tie_labels
+        ties = [_key(doc, -1), _key(by, 1 if tie_rule == "pessimistic" else -1, nan_as_zero=True)]
+    elif tie_rule in ("unjudged_first", "judged_first"):
+        def judged(rows):
+            j = (~np.isnan(_take(labels, rows))).astype(np.int8)
+            return j if tie_rule == "unjudged_first" else -j
+        ties = [_key(doc, -1), judged]
+    elif tie_rule in ("pessimistic_gain", "optimistic_gain"):
+        # graded measures: a gain map need not be monotone in the label, so order by gain; an
+        # exponential gain is (2^label - 1), monotone, so it orders as the linear one does
+        # without overflowing to equal infinities for labels of 1024 and more
+        order_by = conv.replace(gain="linear") if conv.gain == "exponential" else conv
+        ties = [_key(doc, -1), _key(gains(labels, order_by), 1 if tie_rule == "pessimistic_gain" else -1)]
+    else:  # pragma: no cover - the vocabulary admits no other value
+        raise EvaluationError(f"no ordering for ties={tie_rule!r}")
+    return ties
+
+
+def label_free_order(q: np.ndarray, primary: np.ndarray, doc, order_in_run: np.ndarray,
+                     n_queries: int, tie_rule: str) -> np.ndarray:
+    """The permutation ``rank`` sorts these rows into under ``tie_rule``, a rule of
+    :data:`LABEL_FREE_RULES` (one for every label reading, threshold and depth): what its
+    ``sorted_as`` takes."""
+    return sort_order(q, primary, _tie_keys(tie_rule, doc, order_in_run, None, None), n_queries)
+
+
 def rank(
     q: np.ndarray,
     primary: np.ndarray,
@@ -476,6 +532,7 @@ def rank(
     tie_groups: bool = False,
     keep_order: bool = False,
     tie_labels: np.ndarray | None = None,
+    sorted_as: np.ndarray | None = None,
 ) -> Ranked:
     """Order rows of every query at once and build the per-row pieces.
 
@@ -496,45 +553,16 @@ def rank(
     permutation (``Ranked.order``, for ``conformance.reference.trace``); ``tie_labels``: the
     labels ``pessimistic``/``optimistic`` order tied rows by when they are not ``labels`` (a
     ranking of other per-row values, such as Hole's annotation or the sweep's row numbers, in
-    the order the labels give).
+    the order the labels give); ``sorted_as``: under a rule of :data:`LABEL_FREE_RULES`, the
+    permutation :func:`label_free_order` gives these rows, when the caller already has it (not
+    written), so the rows are not sorted again.
     """
-    def key(values, sign: int = 1, nan_as_zero: bool = False):
-        if hasattr(values, "sort_keys"):  # docids in word form: several arrays, no ranking
-            return lambda rows: values.sort_keys(rows, descending=sign < 0)
-
-        def at(rows):
-            x = _take(values, rows)
-            x = _nan_as_zero(x) if nan_as_zero else x
-            return -x if sign < 0 else x
-        return at
-
-    # tie keys, least significant first (np.lexsort's order)
-    if tie_rule in ("docid_desc", "average", "group_last", "group_first"):
-        ties = [key(doc, -1)]
-    elif tie_rule == "docid_asc":
-        ties = [key(doc)]
-    elif tie_rule == "input_order":
-        ties = [key(order_in_run)]
-    elif tie_rule == "reverse_input":
-        ties = [key(order_in_run, -1)]
-    elif tie_rule in ("pessimistic", "optimistic"):
-        by = labels if tie_labels is None else tie_labels
-        ties = [key(doc, -1), key(by, 1 if tie_rule == "pessimistic" else -1, nan_as_zero=True)]
-    elif tie_rule in ("unjudged_first", "judged_first"):
-        def judged(rows):
-            j = (~np.isnan(_take(labels, rows))).astype(np.int8)
-            return j if tie_rule == "unjudged_first" else -j
-        ties = [key(doc, -1), judged]
-    elif tie_rule in ("pessimistic_gain", "optimistic_gain"):
-        # graded measures: a gain map need not be monotone in the label, so order by gain; an
-        # exponential gain is (2^label - 1), monotone, so it orders as the linear one does
-        # without overflowing to equal infinities for labels of 1024 and more
-        order_by = conv.replace(gain="linear") if conv.gain == "exponential" else conv
-        ties = [key(doc, -1), key(gains(labels, order_by), 1 if tie_rule == "pessimistic_gain" else -1)]
-    else:  # pragma: no cover - the vocabulary admits no other value
-        raise EvaluationError(f"no ordering for ties={tie_rule!r}")
+    ties = _tie_keys(tie_rule, doc, order_in_run, labels, conv, tie_labels)
     tied_pairs: list | None = [] if tie_groups else None
-    order = sort_order(q, primary, ties, n_queries, tied_pairs)
+    if sorted_as is not None and tied_pairs is None and tie_rule in LABEL_FREE_RULES:
+        order = sorted_as.copy()  # this function writes over its order (p_first)
+    else:
+        order = sort_order(q, primary, ties, n_queries, tied_pairs)
     lab_s = labels[order]
     kept_order = order.copy() if keep_order else None
     first = None

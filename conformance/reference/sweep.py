@@ -3,7 +3,7 @@ with the work shared between combinations (the engine of ``conformance check-pap
 
 It lives beside the reference because it is the reference: it hands the reference's own
 ``rank`` and ``FORMULAS`` pre-sorted rows and a :class:`Context` subclass, so every
-combination's value equals ``evaluate()`` under that combination. One idea at ~630 lines: the
+combination's value equals ``evaluate()`` under that combination. One idea at ~650 lines: the
 shared-work engine (``_Engine``, ``_SweepContext``, ``_Whole``) and the grids it fills
 (:class:`Sweep`, :class:`Grid`) cannot be read apart. Per-query reported values are matched
 cell by cell while the grid is filled: they are any objects with ``measure``, ``qid``, ``lo``
@@ -45,7 +45,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 
 1. sorts the run once, by query then score narrowed to float32 (the coarsest order every
    ordering refines), and then hands the reference's ``rank`` rows already in that order, so
-   each of the (tie rule x score precision) orderings costs a sort of tied rows only;
+   each of the (tie rule x score precision) orderings costs a sort of tied rows only, and
+   under a rule that reads no label (``ranking.LABEL_FREE_RULES``) one sort serves every label
+   reading, threshold and depth (``rank(..., sorted_as=...)``);
 2. ranks, for a measure whose cutoff is k, only each query's *prefix*: the rows whose float32
    score is at least the k-th highest (whole tie groups, so ``ties=average`` sees the same
    groups). Every ordering places exactly these rows in its top k, so the measure reads only

@@ -3,7 +3,7 @@ that every combination of conventions shares, and the reference's own :class:`Co
 them (``_SweepContext``), so each combination's value is the reference's arithmetic on shared
 intermediate values (see ``conformance.reference.sweep`` for what is shared and why).
 
-One idea at about 680 lines: the engine (``_Engine``) and the two views of its rows it hands
+One idea at about 790 lines: the engine (``_Engine``) and the two views of its rows it hands
 the reference's formulas (``_SweepContext`` over a ranked prefix, ``_Whole`` for what only the
 whole lists show) cannot be read apart.
 """
@@ -24,7 +24,8 @@ from conformance.errors import EvaluationError
 from conformance.measures import FAMILIES, Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
-from conformance.reference.ranking import EXPONENTIAL_HEADROOM, Ranked, gains, ideal_dcg, rank, segments
+from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, LABEL_FREE_RULES, Ranked, gains, ideal_dcg,
+                                           label_free_order, rank, segments)
 
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
@@ -321,6 +322,9 @@ class _Engine:
         # change the Ranked outermost (their stages, _loop_rank), so each is used in one stretch and a small
         # LRU loses no reuse (rank_calls == distinct_rankings, checked by the tests).
         self._ranked: OrderedDict[tuple, Ranked] = OrderedDict()
+        # (prefix, score precision, tie rule) -> the permutation ``rank`` gave under a rule
+        # that reads no label (``LABEL_FREE_RULES``); as few kept as Ranked
+        self._sorted: dict[tuple, np.ndarray] = {}
         self.ranked_cache_size = RANKED_CACHE
         self.distinct_rankings: set[tuple] = set()
         self.ranked_builds = 0  # rank() calls of ranked(): equal to len(distinct_rankings)
@@ -516,8 +520,18 @@ class _Engine:
             self.distinct_rankings.add(key)
             while len(self._ranked) >= self.ranked_cache_size:
                 self._ranked.popitem(last=False)
+            # a rule that reads no label sorts these rows one way under every label reading,
+            # threshold and depth: sorted once, handed to each
+            known = None
+            if tie_rule in LABEL_FREE_RULES:
+                sorts = (k, precision, tie_rule)
+                if sorts not in self._sorted:
+                    while len(self._sorted) >= self.ranked_cache_size:
+                        del self._sorted[next(iter(self._sorted))]
+                    self._sorted[sorts] = label_free_order(q, primary, doc, order_in_run, self.nq, tie_rule)
+                known = self._sorted[sorts]
             self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule,
-                                     keep_labels=True, pooled=self._pooled(k, lv))
+                                     keep_labels=True, pooled=self._pooled(k, lv), sorted_as=known)
             built = self._ranked[key]
             # a digest costs about one pass over the rows: on short lists far less than the
             # formula calls it can save, on long ones more than those it saves there (where
@@ -528,9 +542,12 @@ class _Engine:
 
     def _pooled(self, k: int | None, lv) -> np.ndarray:
         """Per row of the prefix: judged with a negative label read as unjudged (infAP's pool)."""
-        raw = self.prep.run_label[self.rows[self.prefix(k)]]
-        with np.errstate(invalid="ignore"):
-            return (raw < 0) & (lv[1] == "unjudged")
+        key = ("pooled", k, lv[1] == "unjudged")
+        if key not in self._arrays:
+            raw = self.prep.run_label[self.rows[self.prefix(k)]]
+            with np.errstate(invalid="ignore"):
+                self._arrays[key] = (raw < 0) & (lv[1] == "unjudged")
+        return self._arrays[key]
 
     def whole(self, lv, order: tuple[str, str, str], depth: int | None) -> _Whole:
         """The whole lists cut to ``depth``, for contexts over a shorter prefix."""

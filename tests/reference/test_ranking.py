@@ -69,3 +69,37 @@ def test_sort_within_groups_on_many_tied_docids():
     lens = rng.integers(1, 17, n)
     keys = [lens, second, first]
     assert np.array_equal(_sort_within_groups(keys, group), np.lexsort(keys + [group]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_label_free_rule_sorts_the_same_under_any_labels_threshold_and_depth(data):
+    """``LABEL_FREE_RULES`` is what lets the sweep sort once for every label reading, threshold
+    and depth (``rank(..., sorted_as=label_free_order(...))``): each such rule's ``rank`` gives
+    the same Ranked with the handed permutation as without it, under two unrelated label
+    arrays, two thresholds and a depth."""
+    from conformance.conventions import Conventions
+    from conformance.reference.ranking import LABEL_FREE_RULES, label_free_order, rank
+
+    n = data.draw(st.integers(1, 40))
+    q = np.sort(np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int64))
+    primary = np.array(data.draw(st.lists(st.sampled_from([0.5, 0.25, -1.0, 3.0]), min_size=n,
+                                          max_size=n)), np.float64)
+    doc = np.array(data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), np.int64)
+    order_in_run = np.arange(n, dtype=np.int64)
+    rule = data.draw(st.sampled_from(LABEL_FREE_RULES))
+    perm = label_free_order(q, primary, doc, order_in_run, 4, rule)
+    for _ in range(2):
+        labels = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0, float("nan")]),
+                                             min_size=n, max_size=n)), np.float64)
+        conv = Conventions(relevance_threshold=data.draw(st.sampled_from([0, 1, 2])),
+                           depth=data.draw(st.sampled_from([None, 2, 5])))
+        own = rank(q, primary, doc, order_in_run, labels, 4, conv, rule, keep_labels=True)
+        handed = rank(q, primary, doc, order_in_run, labels, 4, conv, rule, keep_labels=True,
+                      sorted_as=perm)
+        for name in own.__dataclass_fields__:
+            a, b = getattr(own, name), getattr(handed, name)
+            if isinstance(a, np.ndarray):
+                assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (rule, name)
+            else:
+                assert a == b, (rule, name)
