@@ -81,9 +81,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).
 
 Cost, measured by ``benchmarks/bench_paper.py`` (1,000 queries x 1,000 documents, CPU time,
-against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~10
-single evaluations; AP (51,840; whole lists, re-ranked per tie rule, depth and threshold)
-~28; nDCG@10 + AP + P@10 together ~54.
+against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~10-12
+single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~22;
+nDCG@10 + AP + P@10 together ~40.
 
 The measures' own arithmetic is always the reference's (``FORMULAS`` over ``rank`` output), so
 every combination's value equals ``evaluate()`` with that combination; the tests check a sample
