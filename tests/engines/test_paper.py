@@ -38,7 +38,6 @@ from conformance.paper import (BASE, SWEPT_VALUES, ReportedError, Sweep, answer,
                                cover, gather, parse_reported, read_reported_per_query, reads)
 from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared
-from conformance.reference.ranking import EXPONENTIAL_HEADROOM
 
 from strategies import cases
 
@@ -163,9 +162,7 @@ def by_evaluate(sweep: Sweep, m: Measure, conv: Conventions) -> bool:
     """Whether the sweep fills this cell by calling ``evaluate`` itself (its module docstring:
     ties=unspecified, a curve, Hole, exponential gains scaled beyond a double): comparing such a
     cell with evaluate() would compare evaluate with itself, so the sample leaves it out."""
-    conv = m.conventions(conv)
-    return (conv.ties == "unspecified" or m.aggregate == "curve" or m.record.reads_annotation
-            or (conv.gain == "exponential" and sweep.facts.top_label > EXPONENTIAL_HEADROOM))
+    return sweep.engine.by_evaluate(m, m.conventions(conv))
 
 
 def check_sample(qrels, run, measures, per_measure: int, seed: int, evaluated: bool = False) -> int:
