@@ -92,7 +92,6 @@ of combinations, on generated inputs, value for value.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 from dataclasses import dataclass
@@ -251,9 +250,9 @@ def _nonpositive(score: np.ndarray) -> bool:
 def _swept(base: Conventions, settings: dict[str, Any]) -> Conventions:
     """``base.replace(**settings)`` for values taken from the sweep's domains, which are already
     the stored values ``Conventions`` validation would produce: the sweep builds thousands."""
-    conv = copy.copy(base)
-    for axis, value in settings.items():
-        object.__setattr__(conv, axis, value)
+    conv = object.__new__(Conventions)
+    conv.__dict__.update(base.__dict__)
+    conv.__dict__.update(settings)
     return conv
 
 
@@ -416,26 +415,32 @@ class Sweep:
         # axes that change the Ranked outermost, in stage order, so each Ranked is used
         # in one stretch of the loop (see _Engine._ranked); cidx stays in ``compute`` order
         loop = sorted(range(len(compute)), key=lambda j: _loop_rank(axes[compute[j]]))
-        # views of the grids with the aggregation axes last: a combination of the computing
-        # axes owns one block of aggregation cells, which equal formula keys share whole, and
-        # equal per-query results too when no cell of the block reads more than them
-        order = compute + agg
-        views = [np.transpose(a, order) for a in ((lo, hi, err) if hits is None else (lo, hi, err, hits))]
-        filled: dict[tuple, tuple[int, ...]] = {}  # formula key or result -> the block first filled for it
+        # 1. each combination of the computing axes, visited in loop order: its formula group
+        # (equal formula keys, equal formula results), numbered in order of first visit
+        groups: dict[tuple, int] = {}
+        first: list[tuple[tuple, Conventions]] = []  # per group: its key and first combination
+        visited: list[int] = []
         for lidx in itertools.product(*[range(shape[compute[j]]) for j in loop]):
-            cidx = [0] * len(compute)
-            for j, v in zip(loop, lidx):
-                cidx[j] = v
-            conv = m.conventions(_swept(BASE, {axes[i]: doms[i][j] for i, j in zip(compute, cidx)}))
+            conv = m.conventions(_swept(BASE, {axes[compute[j]]: doms[compute[j]][v] for j, v in zip(loop, lidx)}))
+            fkey = (conv.identical_ids,) + self.engines[conv.identical_ids].formula_key(m, conv)
+            g = groups.get(fkey)
+            if g is None:
+                g = groups[fkey] = len(first)
+                first.append((fkey, conv))
+            visited.append(g)
+        # the groups over the computing axes in ``compute`` order
+        group_of = np.array(visited, np.int64).reshape([shape[compute[j]] for j in loop]).transpose(
+            np.argsort(loop).astype(int))
+        # 2. each group's block of aggregation cells, in order of first visit (so each Ranked
+        # is still used in one stretch); groups whose per-query results are equal share one
+        # block when no cell of it reads more than them
+        ashape = tuple(shape[i] for i in agg)
+        blocks: list[tuple[np.ndarray, ...]] = []
+        block_of = np.empty(len(first), np.int64)
+        by_result: dict[int, int] = {}
+        for g, (fkey, conv) in enumerate(first):
             eng = self.engines[conv.identical_ids]
-            formula_key = eng.formula_key(m, conv)
-            fkey = (conv.identical_ids,) + formula_key
-            block = tuple(cidx)
-            if fkey in filled:  # equal keys, equal formula results: equal aggregates
-                for v in views:
-                    v[block] = v[filled[fkey]]
-                continue
-            filled[fkey] = block
+            formula_key = fkey[1:]
             if eng.by_evaluate(m, conv):  # see _Engine.by_evaluate
                 formulas[fkey] = _ByEvaluate(conv)
             else:
@@ -455,20 +460,18 @@ class Sweep:
                 seen = (found[0].tobytes(), found[1].tobytes(), found[2].tobytes())
                 rkey = results_seen.setdefault(seen, len(results_seen))
                 if not micro_in:
-                    if ("result", rkey) in filled:
-                        for v in views:
-                            v[block] = v[filled["result", rkey]]
+                    if rkey in by_result:
+                        block_of[g] = by_result[rkey]
                         continue
-                    filled["result", rkey] = block
-            cell = [0] * len(axes)
-            for i, j in zip(compute, cidx):
-                cell[i] = j
-            for aidx in itertools.product(*[range(shape[i]) for i in agg]):
-                for i, j in zip(agg, aidx):
-                    cell[i] = j
-                at = tuple(cell)
+                    by_result[rkey] = len(blocks)
+            block_of[g] = len(blocks)
+            b_lo, b_hi = np.full(ashape, np.nan), np.full(ashape, np.nan)
+            b_err = np.zeros(ashape, bool)
+            b_hits = np.zeros(ashape, np.int64) if pq else None
+            blocks.append((b_lo, b_hi, b_err) if b_hits is None else (b_lo, b_hi, b_err, b_hits))
+            for aidx in itertools.product(*[range(n) for n in ashape]):
                 if found is None and not self.facts.run_only_queries:
-                    err[at] = True
+                    b_err[aidx] = True
                     continue
                 chosen = {axes[i]: doms[i][j] for i, j in zip(agg, aidx)}
                 rule = overrides.get("empty_query", chosen.get("empty_query", BASE.empty_query))
@@ -512,11 +515,16 @@ class Sweep:
                                                                 means, akey[:4])
                 done = aggregates[akey]
                 if done is None:
-                    err[at] = True
+                    b_err[aidx] = True
                     continue
-                lo[at], hi[at] = done[0], done[1]
-                if hits is not None:
-                    hits[at] = done[2]
+                b_lo[aidx], b_hi[aidx] = done[0], done[1]
+                if b_hits is not None:
+                    b_hits[aidx] = done[2]
+        # 3. every cell from its combination's block: the grids seen with the aggregation
+        # axes last, a block per combination of the computing axes
+        at = block_of[group_of]
+        for k, grid in enumerate((lo, hi, err) if hits is None else (lo, hi, err, hits)):
+            np.transpose(grid, compute + agg)[...] = np.stack([b[k] for b in blocks])[at]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
     def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels"):

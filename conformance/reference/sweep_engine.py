@@ -103,6 +103,19 @@ def _coarse_key(q: np.ndarray, score: np.ndarray) -> np.ndarray:
     return (q.astype(np.int64) << 32) | ordered
 
 
+def _top_candidates(unjudged: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
+    """The rows, in their order, among which every list's k rows of largest label lie under
+    ``_Whole._top``'s order: every judged row, and each list's first k unjudged rows (its
+    unjudged rows all read as one label, and the stable sort keeps them in row order, so no
+    later one comes before these). Every row where the rows are not grouped by query."""
+    if q.size < 2 or not (q[1:] >= q[:-1]).all():
+        return np.arange(q.size)
+    seen = np.cumsum(unjudged)  # unjudged rows up to and including each row
+    start, _ = segments(q, int(q[-1]) + 1)
+    before = np.concatenate([[0], seen])[start][q]  # unjudged rows before the row's list
+    return np.flatnonzero(~unjudged | (seen - before <= k))
+
+
 class _Whole:
     """Per-query quantities of whole (depth-cut) lists that a prefix cannot see: the relevant
     count and the ideal DCG under ``ideal=retrieved``, and the reference's two refusals under
@@ -139,6 +152,8 @@ class _Whole:
             labels, q = self._labels, self._q
             if self._k_top is not None and labels.size:
                 nan = np.isnan(labels)
+                rows = _top_candidates(nan, q, self._k_top)
+                labels, q, nan = labels[rows], q[rows], nan[rows]
                 value = np.where(nan, -np.inf if unjudged_lowest else 0.0, labels)
                 order = np.lexsort((nan, -value, q))
                 qs = q[order]
@@ -575,7 +590,7 @@ class _Engine:
                                          relevance_threshold=conv.relevance_threshold), "average")
 
             self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
-                                      grouped if tie_rule == "average" else None,
+                                      grouped if tie_rule == "average" and depth is not None else None,
                                       shared=self._whole_idcg)
         return self._whole[key]
 

@@ -938,3 +938,25 @@ def test_the_sweep_tries_every_query_set_and_threshold_that_can_change_the_mean(
         assert g.lo[idx] == pytest.approx(want, abs=1e-15, nan_ok=True), settings
         checked += 1
     assert checked > 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from([None, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0])),
+                min_size=1, max_size=60),
+       st.integers(1, 5), st.booleans())
+def test_the_whole_lists_top_rows_are_those_of_a_sort_of_every_row(rows, k, unjudged_lowest):
+    """``_Whole._top`` sorts only the judged rows and each list's first k unjudged ones: the
+    rows it keeps equal those of the one sort of every row it stands for (by query, label
+    descending, judged before unjudged, then row order), on lists grouped by query."""
+    from conformance.reference.sweep_engine import _Whole
+
+    rows = sorted(rows, key=lambda r: r[0])  # a Ranked's rows are grouped by query
+    q = np.array([r[0] for r in rows], np.int64)
+    labels = np.array([np.nan if r[1] is None else r[1] for r in rows])
+    got_labels, got_q, _ = _Whole(labels, q, 5, k)._top(unjudged_lowest)
+    floor = -np.inf if unjudged_lowest else 0.0
+    every = sorted(range(len(rows)), key=lambda i: (q[i], -(floor if np.isnan(labels[i]) else labels[i]),
+                                                     bool(np.isnan(labels[i])), i))
+    kept = [i for n, i in enumerate(every) if sum(q[j] == q[i] for j in every[:n]) < k]
+    np.testing.assert_array_equal(got_q, q[kept])
+    np.testing.assert_array_equal(got_labels, labels[kept])
