@@ -143,6 +143,7 @@ UNTRIED_VALUES: dict[tuple[str, Any], str] = {
                              "whose profile leaves ties unspecified is judged by its own range "
                              "(undecided, '?', unless run live)",
 }
+BATCH_VALUES = 1 << 21  # per-query values aggregated at once (16 MB of doubles)
 DEPTHS = (1000, 100)  # swept beside "none" when some list is longer
 MAX_THRESHOLDS = 30  # above this largest label, only the distinct label values are thresholds
 
@@ -256,45 +257,53 @@ def _swept(base: Conventions, settings: dict[str, Any]) -> Conventions:
     return conv
 
 
-def aggregate(lo: np.ndarray, hi: np.ndarray, empty: np.ndarray, rule: str, select: np.ndarray | None,
-               is_sum: bool, sets_differ: bool, query_set: str, what: str, mean: str = "arithmetic"):
-    """(mean or sum lo, hi, per-query lo, hi, counted) as ``evaluate`` + ``aggregate`` give them,
-    from per-query values over every judged query; raises EvaluationError where they would.
-    ``mean``: the ``mean`` axis (the geometric mean raises each value to its floor first)."""
+def aggregate_rows(values: np.ndarray, empty: np.ndarray, rule: str, select: np.ndarray | None,
+                   is_sum: bool, sets_differ: bool, query_set: str, what: str,
+                   mean: str = "arithmetic") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The aggregate of each row of ``values`` (per-query values, a row per result; every row
+    with the empty queries ``empty``), as ``evaluate`` + ``aggregate`` take it: (aggregates,
+    the rows as aggregated, counted queries); raises EvaluationError where they would.
+    ``mean``: the ``mean`` axis (the geometric mean raises each value to its floor first).
+    A row's aggregate is that of the row alone, bit for bit: each row is reduced over its
+    own contiguous values (a boolean index of the second axis lays the values out by column:
+    they are made contiguous again, so that each row is summed in the order of the row alone)."""
     if query_set == "raise" and sets_differ:
         raise EvaluationError("query sets differ (query_set=raise)")
     if select is not None:
-        lo, hi, empty = lo[select], hi[select], empty[select]
-    one = lo is hi  # a single order of ties: compute once
-    counted = np.ones(lo.size, bool)
+        values, empty = np.ascontiguousarray(values[:, select]), empty[select]
+    counted = np.ones(values.shape[1], bool)
     if not is_sum and empty.any():
         if rule == "raise":
             raise EvaluationError(f"{what}: a query has no relevant document (empty_query=raise)")
         fill = {"zero": 0.0, "one": 1.0, "nan": np.nan, "skip": np.nan}[rule]
-        lo = np.where(empty, fill, lo)
-        hi = lo if one else np.where(empty, fill, hi)
+        values = np.where(empty, fill, values)
         if rule == "skip":
             counted = ~empty
     if is_sum:
-        a = float(lo.sum())
-        return a, a if one else float(hi.sum()), lo, hi, counted
+        return values.sum(axis=1), values, counted
     floor = geometric_floor(mean)
     if floor is not None:  # as evaluate: each value raised to the floor, the mean of the logs
-        lo = np.maximum(lo, floor, where=~np.isnan(lo), out=lo.copy())
-        hi = lo if one else np.maximum(hi, floor, where=~np.isnan(hi), out=hi.copy())
+        values = np.maximum(values, floor, where=~np.isnan(values), out=values.copy())
     # as Evaluation.aggregate: the mean of the counted values (NaN when none counts)
-    x = lo[counted]
-    if not x.size:
-        return math.nan, math.nan, lo, hi, counted
+    x = np.ascontiguousarray(values[:, counted])
+    if not x.shape[1]:
+        return np.full(values.shape[0], np.nan), values, counted
+    if floor is None:
+        return x.mean(axis=1), values, counted
+    with np.errstate(invalid="ignore"):
+        return np.exp(np.log(x).mean(axis=1)), values, counted
 
-    def average(v):
-        if floor is None:
-            return float(v.mean())
-        with np.errstate(invalid="ignore"):
-            return float(np.exp(np.log(v).mean()))
 
-    a = average(x)
-    return a, a if one else average(hi[counted]), lo, hi, counted
+def aggregate(lo: np.ndarray, hi: np.ndarray, empty: np.ndarray, rule: str, select: np.ndarray | None,
+              is_sum: bool, sets_differ: bool, query_set: str, what: str, mean: str = "arithmetic"):
+    """(mean or sum lo, hi, per-query lo, hi, counted) as ``evaluate`` + ``aggregate`` give them,
+    from per-query values over every judged query (:func:`aggregate_rows` of the one or two
+    rows); raises EvaluationError where they would."""
+    one = lo is hi  # a single order of ties: computed once
+    means, rows, counted = aggregate_rows(lo[None] if one else np.stack([lo, hi]), empty, rule, select,
+                                          is_sum, sets_differ, query_set, what, mean)
+    a = float(means[0])
+    return a, a if one else float(means[1]), rows[0], rows[0] if one else rows[1], counted
 
 
 @dataclass(frozen=True)
@@ -438,6 +447,8 @@ class Sweep:
         blocks: list[tuple[np.ndarray, ...]] = []
         block_of = np.empty(len(first), np.int64)
         by_result: dict[int, int] = {}
+        results: list[tuple] = []  # the per-query results seen, by number
+        later: list[tuple] = []  # (block, cell, aggregate key) of the cells taken in batches
         for g, (fkey, conv) in enumerate(first):
             eng = self.engines[conv.identical_ids]
             formula_key = fkey[1:]
@@ -459,6 +470,8 @@ class Sweep:
             if isinstance(found, tuple):
                 seen = (found[0].tobytes(), found[1].tobytes(), found[2].tobytes())
                 rkey = results_seen.setdefault(seen, len(results_seen))
+                if rkey == len(results):
+                    results.append(found)
                 if not micro_in:
                     if rkey in by_result:
                         block_of[g] = by_result[rkey]
@@ -509,6 +522,9 @@ class Sweep:
                     # the empty rule only matters when some query is empty
                     akey = (("result", rkey), rule if found[2].any() else None, qset, mean,
                             None if is_sum else rnd)
+                    if not pq and qset != "qrels_strict" and found[0] is found[1]:
+                        later.append((len(blocks) - 1, aidx, akey))  # taken with its batch
+                        continue
                     if akey not in aggregates:
                         aggregates[akey] = self._aggregate_cell(found, rule, qset, is_sum, m.text,
                                                                 pq_pos, pq_lo, pq_hi, mean, rnd,
@@ -520,12 +536,49 @@ class Sweep:
                 b_lo[aidx], b_hi[aidx] = done[0], done[1]
                 if b_hits is not None:
                     b_hits[aidx] = done[2]
+        self._aggregate_later(later, results, blocks, is_sum, m.text)
         # 3. every cell from its combination's block: the grids seen with the aggregation
         # axes last, a block per combination of the computing axes
         at = block_of[group_of]
         for k, grid in enumerate((lo, hi, err) if hits is None else (lo, hi, err, hits)):
             np.transpose(grid, compute + agg)[...] = np.stack([b[k] for b in blocks])[at]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
+
+    def _aggregate_later(self, later: list[tuple], results: list[tuple], blocks: list[tuple],
+                         is_sum: bool, what: str) -> None:
+        """Fill the cells left for later (``later``: block, cell, aggregate key): each (result,
+        empty rule, query set, mean) aggregated once, the results with the same empty queries
+        under one (rule, query set, mean) as the rows of one array (:func:`aggregate_rows`,
+        at most ``BATCH_VALUES`` values at a time), then rounded per cell."""
+        batches: dict[tuple, dict[int, None]] = {}
+        empties: dict[bytes, int] = {}
+        for _, _, ((_, rkey), rule, qset, mean, _) in later:
+            e = empties.setdefault(results[rkey][2].tobytes(), len(empties))
+            batches.setdefault((e, rule, qset, mean), {})[rkey] = None
+        means: dict[tuple, float | None] = {}
+        for (_, rule, qset, mean), rows in batches.items():
+            rows = list(rows)
+            empty = results[rows[0]][2]
+            select, _ = self.engine.selection(qset)
+            step = max(1, BATCH_VALUES // max(1, empty.size))
+            for i in range(0, len(rows), step):
+                part = rows[i:i + step]
+                try:
+                    # no empty query (rule None): every rule gives the same aggregate
+                    got = aggregate_rows(np.stack([results[r][0] for r in part]), empty, rule or "zero",
+                                         select, is_sum, self.sets_differ, qset, what, mean)[0].tolist()
+                except EvaluationError:
+                    got = [None] * len(part)
+                for r, a in zip(part, got):
+                    means[r, rule, qset, mean] = a
+        for b, aidx, ((_, rkey), rule, qset, mean, rnd) in later:
+            a = means[rkey, rule, qset, mean]
+            if a is None:
+                blocks[b][2][aidx] = True
+                continue
+            if rnd is not None and not is_sum:  # as Evaluation.aggregate
+                a = round(a, rnd)
+            blocks[b][0][aidx] = blocks[b][1][aidx] = a
 
     def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels"):
         """(lo, hi, empty) per query of the engine, as its formulas give them, from ``evaluate``

@@ -960,3 +960,25 @@ def test_the_whole_lists_top_rows_are_those_of_a_sort_of_every_row(rows, k, unju
     kept = [i for n, i in enumerate(every) if sum(q[j] == q[i] for j in every[:n]) < k]
     np.testing.assert_array_equal(got_q, q[kept])
     np.testing.assert_array_equal(got_labels, labels[kept])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 400), st.integers(0, 2**32 - 1),
+       st.sampled_from(["zero", "one", "skip"]), st.sampled_from(["arithmetic", "geometric"]),
+       st.booleans(), st.booleans())
+def test_rows_aggregated_together_equal_each_row_aggregated_alone(rows, queries, seed, rule, mean,
+                                                                  selected, is_sum):
+    """The sweep aggregates the per-query results of many combinations as the rows of one
+    array: each row's aggregate is bit for bit the one it gets alone (the order of the
+    summation is the row's own, whatever the selection and the empty rule leave of it)."""
+    from conformance.reference.sweep import aggregate_rows
+
+    rng = np.random.default_rng(seed)
+    values = rng.random((rows, queries)) * rng.choice([1e-3, 1.0, 1e3], (rows, queries))
+    values[rng.random((rows, queries)) < 0.2] = 0.0
+    empty = rng.random(queries) < 0.1
+    select = rng.random(queries) < 0.7 if selected else None
+    together = aggregate_rows(values, empty, rule, select, is_sum, False, "run", "m", mean)[0]
+    alone = [aggregate_rows(values[i:i + 1].copy(), empty, rule, select, is_sum, False, "run", "m", mean)[0][0]
+             for i in range(rows)]
+    np.testing.assert_array_equal(together, np.array(alone))
