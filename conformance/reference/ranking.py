@@ -214,7 +214,9 @@ class Ranked:
     pos: np.ndarray  # per row: 1-based rank (ties=group_last / group_first: its tie group's last / first rank)
     gain: np.ndarray  # per row: gain of its label (0 if unjudged)
     rel: np.ndarray  # per row: 1.0 if relevant, else 0.0
-    group_last: np.ndarray  # per row: rank of the last row of its tie group (before depth)
+    # per row: rank of the last row of its tie group (before depth); under ties=group_last /
+    # group_first, whose groups share one rank, that shared rank (pos: no group spans ranks)
+    group_last: np.ndarray
     group_mixed: np.ndarray  # per row: its group holds both relevant and non-relevant rows
     group_varied: np.ndarray  # per row: its group holds rows of different gains
     e_rel: np.ndarray  # per row: expected relevance
