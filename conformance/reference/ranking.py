@@ -105,6 +105,12 @@ def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False,
     return g
 
 
+def gains_key(conv: Conventions) -> tuple:
+    """What of ``conv`` :func:`gains` reads: under equal keys, equal labels have equal gains."""
+    reads_threshold = conv.threshold_scope == "graded" or conv.gain == "binary"
+    return (conv.gain, conv.threshold_scope, conv.relevance_threshold if reads_threshold else None)
+
+
 # The largest label whose exponential gain 2^rel - 1 is computed as it is; above it, a query's
 # gains are scaled by 2^-(its largest label - EXPONENTIAL_HEADROOM), which leaves the sums of up
 # to 2^60 gains below the largest double (2^1024).
@@ -464,7 +470,8 @@ def _sort_within_groups(keys: list[np.ndarray], group: np.ndarray) -> np.ndarray
 
 
 # The tie rules whose order reads no label or gain (the docid, the listing position, the score
-# alone): their permutation of given rows is one for every label reading and threshold.
+# alone): their permutation of given rows is one for every label reading and threshold
+# (``tie_keys_read``).
 LABEL_FREE_RULES = ("docid_desc", "docid_asc", "input_order", "reverse_input", "average",
                     "group_last", "group_first")
 
@@ -500,23 +507,44 @@ def _tie_keys(tie_rule: str, doc, order_in_run, labels, conv, tie_labels=None) -
             j = (~np.isnan(_take(labels, rows))).astype(np.int8)
             return j if tie_rule == "unjudged_first" else -j
         ties = [_key(doc, -1), judged]
-    elif tie_rule in ("pessimistic_gain", "optimistic_gain"):
-        # graded measures: a gain map need not be monotone in the label, so order by gain; an
-        # exponential gain is (2^label - 1), monotone, so it orders as the linear one does
-        # without overflowing to equal infinities for labels of 1024 and more
-        order_by = conv.replace(gain="linear") if conv.gain == "exponential" else conv
-        ties = [_key(doc, -1), _key(gains(labels, order_by), 1 if tie_rule == "pessimistic_gain" else -1)]
+    elif tie_rule in GAIN_RULES:
+        ties = [_key(doc, -1), _key(gains(labels, _gain_order(conv)), 1 if tie_rule == "pessimistic_gain" else -1)]
     else:  # pragma: no cover - the vocabulary admits no other value
         raise EvaluationError(f"no ordering for ties={tie_rule!r}")
     return ties
 
 
-def label_free_order(q: np.ndarray, primary: np.ndarray, doc, order_in_run: np.ndarray,
-                     n_queries: int, tie_rule: str) -> np.ndarray:
-    """The permutation ``rank`` sorts these rows into under ``tie_rule``, a rule of
-    :data:`LABEL_FREE_RULES` (one for every label reading, threshold and depth): what its
-    ``sorted_as`` takes."""
-    return sort_order(q, primary, _tie_keys(tie_rule, doc, order_in_run, None, None), n_queries)
+GAIN_RULES = ("pessimistic_gain", "optimistic_gain")  # tied rows by their gains (graded measures)
+
+
+def _gain_order(conv: Conventions) -> Conventions:
+    """The conventions whose gains the gain rules order tied rows by. A gain map need not be
+    monotone in the label, so they order by gain; an exponential gain (2^label - 1) is
+    monotone, so it orders as the linear one does, without overflowing to equal infinities
+    for labels of 1024 and more."""
+    return conv.replace(gain="linear") if conv.gain == "exponential" else conv
+
+
+def tie_keys_read(tie_rule: str, conv: Conventions) -> tuple | None:
+    """What the tie keys of ``tie_rule`` (:func:`_tie_keys`) read beside the scores, the docids
+    and the listing positions: None under a rule of :data:`LABEL_FREE_RULES`; ``("labels",)``
+    under a rule that orders tied rows by their labels (or judged or not); under the gain rules,
+    the labels and what of ``conv`` their gains read. ``rank`` sorts the same rows, with equal
+    labels where they are read, into one permutation under any two conventions of equal
+    readings: :func:`tie_order` once, handed to each as ``sorted_as``."""
+    if tie_rule in LABEL_FREE_RULES:
+        return None
+    if tie_rule in GAIN_RULES:
+        return ("labels",) + gains_key(_gain_order(conv))
+    return ("labels",)
+
+
+def tie_order(q: np.ndarray, primary: np.ndarray, doc, order_in_run: np.ndarray, n_queries: int,
+              tie_rule: str, labels: np.ndarray | None = None, conv: Conventions | None = None) -> np.ndarray:
+    """The permutation ``rank`` sorts these rows into under ``tie_rule`` (with ``labels`` and
+    ``conv`` where :func:`tie_keys_read` says the rule reads them): what its ``sorted_as``
+    takes."""
+    return sort_order(q, primary, _tie_keys(tie_rule, doc, order_in_run, labels, conv), n_queries)
 
 
 def rank(
@@ -555,13 +583,14 @@ def rank(
     permutation (``Ranked.order``, for ``conformance.reference.trace``); ``tie_labels``: the
     labels ``pessimistic``/``optimistic`` order tied rows by when they are not ``labels`` (a
     ranking of other per-row values, such as Hole's annotation or the sweep's row numbers, in
-    the order the labels give); ``sorted_as``: under a rule of :data:`LABEL_FREE_RULES`, the
-    permutation :func:`label_free_order` gives these rows, when the caller already has it (not
+    the order the labels give); ``sorted_as``: the permutation :func:`tie_order` gives these
+    rows under ``tie_rule`` (with these labels and a ``conv`` of equal :func:`tie_keys_read`,
+    where the rule reads them; not ``tie_labels``), when the caller already has it (not
     written), so the rows are not sorted again.
     """
     ties = _tie_keys(tie_rule, doc, order_in_run, labels, conv, tie_labels)
     tied_pairs: list | None = [] if tie_groups else None
-    if sorted_as is not None and tied_pairs is None and tie_rule in LABEL_FREE_RULES:
+    if sorted_as is not None and tied_pairs is None and tie_labels is None:
         order = sorted_as.copy()  # this function writes over its order (p_first)
     else:
         order = sort_order(q, primary, ties, n_queries, tied_pairs)

@@ -46,8 +46,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 1. sorts the run once, by query then score narrowed to float32 (the coarsest order every
    ordering refines), and then hands the reference's ``rank`` rows already in that order, so
    each of the (tie rule x score precision) orderings costs a sort of tied rows only, and
-   under a rule that reads no label (``ranking.LABEL_FREE_RULES``) one sort serves every label
-   reading, threshold and depth (``rank(..., sorted_as=...)``);
+   one sort serves every combination under which the rule's tie keys read the same
+   (``ranking.tie_keys_read``: every threshold and depth; every label reading under a rule that
+   reads no label; ``rank(..., sorted_as=...)``);
 2. ranks, for a measure whose cutoff is k, only each query's *prefix*: the rows whose float32
    score is at least the k-th highest (whole tie groups, so ``ties=average`` sees the same
    groups). Every ordering places exactly these rows in its top k, so the measure reads only

@@ -24,8 +24,8 @@ from conformance.errors import EvaluationError
 from conformance.measures import FAMILIES, Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
-from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, LABEL_FREE_RULES, Ranked, gains, ideal_dcg,
-                                           label_free_order, rank, segments)
+from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, Ranked, gains, gains_key, ideal_dcg, rank,
+                                           segments, tie_keys_read, tie_order)
 
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}
@@ -188,7 +188,7 @@ class _Whole:
         """As ``Context.require_fixed_gains(None, ...)`` on the whole list."""
         if tie_rule != "average" or self._grouped is None:
             return
-        key = _gain_key(conv)
+        key = gains_key(conv)
         if key not in self._varied:
             self._varied[key] = bool(self._grouped(conv).splits_varied_group(None).any())
         if self._varied[key]:
@@ -209,7 +209,7 @@ class _Whole:
         return np.bincount(self._q[nonzero], minlength=self.nq) > 0
 
     def idcg(self, conv: Conventions, k: int | None) -> np.ndarray:
-        key = (_gain_key(conv), conv.discount, k)
+        key = (gains_key(conv), conv.discount, k)
         if key not in self._idcg:
             # the top rows hold the k largest gains where the gain is non-decreasing in their
             # order: linear and exponential gains with unjudged read as label 0 (gain 0), but
@@ -234,12 +234,6 @@ class _Whole:
                     self._shared[shared_key] = ideal_dcg(gains(labels, conv), q, self.nq, conv, k)
                 self._idcg[key] = self._shared[shared_key]
         return self._idcg[key]
-
-
-def _gain_key(conv: Conventions) -> tuple:
-    """The axes ``ranking.gains`` reads."""
-    reads_threshold = conv.threshold_scope == "graded" or conv.gain == "binary"
-    return (conv.gain, conv.threshold_scope, conv.relevance_threshold if reads_threshold else None)
 
 
 @dataclass
@@ -337,8 +331,8 @@ class _Engine:
         # change the Ranked outermost (their stages, _loop_rank), so each is used in one stretch and a small
         # LRU loses no reuse (rank_calls == distinct_rankings, checked by the tests).
         self._ranked: OrderedDict[tuple, Ranked] = OrderedDict()
-        # (prefix, score precision, tie rule) -> the permutation ``rank`` gave under a rule
-        # that reads no label (``LABEL_FREE_RULES``); as few kept as Ranked
+        # (prefix, score precision, tie rule, and what its tie keys read: ``tie_keys_read``)
+        # -> the permutation ``rank`` gives those rows; as few kept as Ranked
         self._sorted: dict[tuple, np.ndarray] = {}
         self.ranked_cache_size = RANKED_CACHE
         self.distinct_rankings: set[tuple] = set()
@@ -481,7 +475,7 @@ class _Engine:
         return self._R[key]
 
     def judged_gain(self, lv, conv: Conventions) -> tuple[tuple, np.ndarray]:
-        gk = (lv,) + _gain_key(conv)
+        gk = (lv,) + gains_key(conv)
         if gk not in self._jgain:
             self._jgain[gk] = gains(self.judged(lv)[1], conv)
         return gk, self._jgain[gk]
@@ -535,16 +529,15 @@ class _Engine:
             self.distinct_rankings.add(key)
             while len(self._ranked) >= self.ranked_cache_size:
                 self._ranked.popitem(last=False)
-            # a rule that reads no label sorts these rows one way under every label reading,
-            # threshold and depth: sorted once, handed to each
-            known = None
-            if tie_rule in LABEL_FREE_RULES:
-                sorts = (k, precision, tie_rule)
-                if sorts not in self._sorted:
-                    while len(self._sorted) >= self.ranked_cache_size:
-                        del self._sorted[next(iter(self._sorted))]
-                    self._sorted[sorts] = label_free_order(q, primary, doc, order_in_run, self.nq, tie_rule)
-                known = self._sorted[sorts]
+            # a rule sorts these rows one way under every threshold and depth, and every
+            # label reading where it reads no label (tie_keys_read): sorted once, handed to each
+            reads = tie_keys_read(tie_rule, rconv)
+            sorts = (k, precision, tie_rule) + (() if reads is None else (lv,) + reads)
+            if sorts not in self._sorted:
+                while len(self._sorted) >= self.ranked_cache_size:
+                    del self._sorted[next(iter(self._sorted))]
+                self._sorted[sorts] = tie_order(q, primary, doc, order_in_run, self.nq, tie_rule, labels, rconv)
+            known = self._sorted[sorts]
             self._ranked[key] = rank(q, primary, doc, order_in_run, labels, self.nq, rconv, tie_rule,
                                      keep_labels=True, pooled=self._pooled(k, lv), sorted_as=known)
             built = self._ranked[key]

@@ -71,15 +71,16 @@ def test_sort_within_groups_on_many_tied_docids():
     assert np.array_equal(_sort_within_groups(keys, group), np.lexsort(keys + [group]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(data=st.data())
-def test_a_label_free_rule_sorts_the_same_under_any_labels_threshold_and_depth(data):
-    """``LABEL_FREE_RULES`` is what lets the sweep sort once for every label reading, threshold
-    and depth (``rank(..., sorted_as=label_free_order(...))``): each such rule's ``rank`` gives
-    the same Ranked with the handed permutation as without it, under two unrelated label
-    arrays, two thresholds and a depth."""
+def test_a_rule_sorts_alike_under_every_convention_of_equal_readings(data):
+    """``tie_keys_read`` is what lets the sweep sort once for many combinations
+    (``rank(..., sorted_as=tie_order(...))``): a permutation made under one convention set is
+    the one ``rank`` makes itself under any other whose reading is equal, on the same rows with
+    the same labels (a rule of ``LABEL_FREE_RULES``: under two unrelated label arrays too),
+    field for field of the Ranked, under any threshold, threshold scope, gain and depth."""
     from conformance.conventions import Conventions
-    from conformance.reference.ranking import LABEL_FREE_RULES, label_free_order, rank
+    from conformance.reference.ranking import GAIN_RULES, LABEL_FREE_RULES, rank, tie_keys_read, tie_order
 
     n = data.draw(st.integers(1, 40))
     q = np.sort(np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int64))
@@ -87,13 +88,27 @@ def test_a_label_free_rule_sorts_the_same_under_any_labels_threshold_and_depth(d
                                           max_size=n)), np.float64)
     doc = np.array(data.draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)), np.int64)
     order_in_run = np.arange(n, dtype=np.int64)
-    rule = data.draw(st.sampled_from(LABEL_FREE_RULES))
-    perm = label_free_order(q, primary, doc, order_in_run, 4, rule)
-    for _ in range(2):
-        labels = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, -1.0, float("nan")]),
-                                             min_size=n, max_size=n)), np.float64)
-        conv = Conventions(relevance_threshold=data.draw(st.sampled_from([0, 1, 2])),
+    rule = data.draw(st.sampled_from(LABEL_FREE_RULES + ("pessimistic", "optimistic", "unjudged_first",
+                                                         "judged_first") + GAIN_RULES))
+
+    def draw_labels():
+        return np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0, 0.5, -1.0, float("nan")]),
+                                           min_size=n, max_size=n)), np.float64)
+
+    def draw_conv():
+        return Conventions(relevance_threshold=data.draw(st.sampled_from([0, 1, 2])),
+                           threshold_scope=data.draw(st.sampled_from(["binary", "graded"])),
+                           gain=data.draw(st.sampled_from(["linear", "exponential", "binary"])),
                            depth=data.draw(st.sampled_from([None, 2, 5])))
+
+    labels, first = draw_labels(), draw_conv()
+    perm = tie_order(q, primary, doc, order_in_run, 4, rule, labels, first)
+    for _ in range(2):
+        conv = draw_conv()
+        if tie_keys_read(rule, conv) != tie_keys_read(rule, first):
+            continue
+        if tie_keys_read(rule, conv) is None:
+            labels = draw_labels()
         own = rank(q, primary, doc, order_in_run, labels, 4, conv, rule, keep_labels=True)
         handed = rank(q, primary, doc, order_in_run, labels, 4, conv, rule, keep_labels=True,
                       sorted_as=perm)
