@@ -304,8 +304,17 @@ class Ranked:
         return self.pos == 1
 
     def upto(self, x: np.ndarray, k: int | None) -> np.ndarray:
-        """Per query: sum of ``x`` over its top ``k`` rows (all rows when k is None)."""
-        return range_sums(x, self.start, self.cut(k))
+        """Per query: sum of ``x`` over its top ``k`` rows (all rows when k is None). The sums
+        of this Ranked's own per-row fields are kept, as the formulas of many conventions
+        read the same ones of one ranking (AP's ``ap_term`` under every denominator): each
+        call gets its own copy."""
+        field = next((name for name in _SUMMED if getattr(self, name) is x), None)
+        if field is None:
+            return range_sums(x, self.start, self.cut(k))
+        sums = self.__dict__.setdefault("_sums", {})
+        if (field, k) not in sums:
+            sums[field, k] = range_sums(x, self.start, self.cut(k))
+        return sums[field, k].copy()
 
     def cut(self, k: int | None) -> np.ndarray:
         """Per query: the rows in the top k, those ranked at k or above: min(k, n), a cutoff of
@@ -354,6 +363,10 @@ class Ranked:
             return np.zeros(self.n_queries, bool)
         last = np.where(has, self.start + kk - 1, 0)
         return has & (self.group_last[last] > self.pos[last]) & self.group_varied[last]
+
+
+# Ranked's per-row fields whose sums ``upto`` keeps (read only, never written after ``rank``)
+_SUMMED = ("rel", "ap_term", "e_rel", "e_gain", "gain", "p_first")
 
 
 def _take(values, rows: np.ndarray | None) -> np.ndarray:

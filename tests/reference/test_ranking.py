@@ -118,3 +118,24 @@ def test_a_rule_sorts_alike_under_every_convention_of_equal_readings(data):
                 assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (rule, name)
             else:
                 assert a == b, (rule, name)
+
+
+def test_the_kept_sums_of_a_ranking_are_its_fields_own_and_each_call_gets_a_copy():
+    """``Ranked.upto`` keeps the sums of the Ranked's own fields: a later call gives the same
+    sums even when the caller wrote over what an earlier call returned, and an array that is
+    not one of its fields (equal or not) is summed afresh."""
+    from conformance.conventions import Conventions
+    from conformance.reference.ranking import rank, range_sums
+
+    rng = np.random.default_rng(3)
+    q = np.sort(rng.integers(0, 5, 60))
+    r = rank(q, -rng.random(60), rng.integers(0, 40, 60), np.arange(60), rng.choice([0.0, 1.0, 2.0], 60),
+             5, Conventions(), "docid_desc")
+    for k in (None, 3):
+        first = r.upto(r.ap_term, k)
+        expected = range_sums(r.ap_term, r.start, r.cut(k))
+        np.testing.assert_array_equal(first, expected)
+        first[:] = -7.0
+        np.testing.assert_array_equal(r.upto(r.ap_term, k), expected)
+        other = r.ap_term * 2.0
+        np.testing.assert_array_equal(r.upto(other, k), range_sums(other, r.start, r.cut(k)))
