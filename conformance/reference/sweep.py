@@ -425,7 +425,7 @@ class Sweep:
         # cells round it
         means: dict[tuple, Any] = {}
         # axes that change the Ranked outermost, in stage order, so each Ranked is used
-        # in one stretch of the loop (see _Engine._ranked); cidx stays in ``compute`` order
+        # in one stretch of the loop (see _Engine._ranked)
         loop = sorted(range(len(compute)), key=lambda j: _loop_rank(axes[compute[j]]))
         # 1. each combination of the computing axes, visited in loop order: its formula group
         # (equal formula keys, equal formula results), numbered in order of first visit
