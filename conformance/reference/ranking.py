@@ -528,6 +528,8 @@ def _tie_keys(tie_rule: str, doc, order_in_run, labels, conv, tie_labels=None) -
 
 
 GAIN_RULES = ("pessimistic_gain", "optimistic_gain")  # tied rows by their gains (graded measures)
+# tied rows by their labels, or by judged or not
+LABEL_RULES = ("pessimistic", "optimistic", "unjudged_first", "judged_first")
 
 
 def _gain_order(conv: Conventions) -> Conventions:
@@ -549,7 +551,9 @@ def tie_keys_read(tie_rule: str, conv: Conventions) -> tuple | None:
         return None
     if tie_rule in GAIN_RULES:
         return ("labels",) + gains_key(_gain_order(conv))
-    return ("labels",)
+    if tie_rule in LABEL_RULES:
+        return ("labels",)
+    raise EvaluationError(f"no ordering for ties={tie_rule!r}")  # a rule must say what it reads
 
 
 def tie_order(q: np.ndarray, primary: np.ndarray, doc, order_in_run: np.ndarray, n_queries: int,
