@@ -966,11 +966,16 @@ def test_the_whole_lists_top_rows_are_those_of_a_sort_of_every_row(rows, k, unju
 @given(st.integers(1, 12), st.integers(1, 400), st.integers(0, 2**32 - 1),
        st.sampled_from(["zero", "one", "skip"]), st.sampled_from(["arithmetic", "geometric"]),
        st.booleans(), st.booleans())
-def test_rows_aggregated_together_equal_each_row_aggregated_alone(rows, queries, seed, rule, mean,
-                                                                  selected, is_sum):
+def test_rows_aggregated_together_equal_evaluates_aggregate_of_each_row(rows, queries, seed, rule, mean,
+                                                                       selected, is_sum):
     """The sweep aggregates the per-query results of many combinations as the rows of one
-    array: each row's aggregate is bit for bit the one it gets alone (the order of the
-    summation is the row's own, whatever the selection and the empty rule leave of it)."""
+    array: each row's aggregate is bit for bit the one ``evaluate`` gives those per-query
+    values (its ``empty_query`` fill, its geometric floor, ``Evaluation.aggregate``'s mean of
+    the counted values), whatever the selection and the empty rule leave of the row."""
+    from conformance.axis import geometric_floor
+    from conformance.conventions import Conventions
+    from conformance.measures import parse_measures
+    from conformance.reference.evaluate import Evaluation, _apply_empty
     from conformance.reference.sweep import aggregate_rows
 
     rng = np.random.default_rng(seed)
@@ -979,6 +984,19 @@ def test_rows_aggregated_together_equal_each_row_aggregated_alone(rows, queries,
     empty = rng.random(queries) < 0.1
     select = rng.random(queries) < 0.7 if selected else None
     together = aggregate_rows(values, empty, rule, select, is_sum, False, "run", "m", mean)[0]
-    alone = [aggregate_rows(values[i:i + 1].copy(), empty, rule, select, is_sum, False, "run", "m", mean)[0][0]
-             for i in range(rows)]
-    np.testing.assert_array_equal(together, np.array(alone))
+
+    m = parse_measures("num_rel_ret" if is_sum else "nDCG@10")[0]
+    conv = Conventions().replace(empty_query=rule, mean=mean)
+    chosen = np.ones(queries, bool) if select is None else select
+    qids = np.array([f"q{i}" for i in range(int(chosen.sum()))], object)
+    expected = []
+    for row in values:
+        v, counted = row[chosen].copy(), np.ones(int(chosen.sum()), bool)
+        if not is_sum:  # as _evaluate_group settles a mean measure's values
+            if empty[chosen].any():
+                v, counted = _apply_empty(v, empty[chosen], conv, m, qids)
+            if mean == "geometric":
+                v = np.maximum(v, geometric_floor(mean), where=~np.isnan(v), out=v.copy())
+        ev = Evaluation(qids, per_query={m: v}, upper={m: v}, counted={m: counted}, conventions={m: conv})
+        expected.append(ev.aggregate(m))
+    np.testing.assert_array_equal(together, np.array(expected))
