@@ -242,6 +242,12 @@ class Ranked:
     # the trace: which document and which listing each ranked row is)
     order: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # upto keeps the sums of these fields: a write into one after rank would leave its
+        # kept sums stale, so they are read-only from here on (a write raises ValueError)
+        for name in _SUMMED:
+            getattr(self, name).flags.writeable = False
+
     def group_start_rows(self) -> np.ndarray:
         """Per row: the index of the first row of its tie group (the row itself unless
         ``ties=average`` grouped it). A group begins at rank 1 or where the rank of the last
@@ -312,9 +318,10 @@ class Ranked:
         if field is None:
             return range_sums(x, self.start, self.cut(k))
         sums = self.__dict__.setdefault("_sums", {})
-        if (field, k) not in sums:
-            sums[field, k] = range_sums(x, self.start, self.cut(k))
-        return sums[field, k].copy()
+        kept = sums.get((field, k))
+        if kept is None or kept[0] is not x:  # a field given a new array is summed afresh
+            kept = sums[field, k] = (x, range_sums(x, self.start, self.cut(k)))
+        return kept[1].copy()
 
     def cut(self, k: int | None) -> np.ndarray:
         """Per query: the rows in the top k, those ranked at k or above: min(k, n), a cutoff of
@@ -365,7 +372,7 @@ class Ranked:
         return has & (self.group_last[last] > self.pos[last]) & self.group_varied[last]
 
 
-# Ranked's per-row fields whose sums ``upto`` keeps (read only, never written after ``rank``)
+# Ranked's per-row fields whose sums ``upto`` keeps (read-only from ``Ranked.__post_init__`` on)
 _SUMMED = ("rel", "ap_term", "e_rel", "e_gain", "gain", "p_first")
 
 

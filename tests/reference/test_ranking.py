@@ -9,6 +9,7 @@ oracle is numpy's lexsort of every key at once, which is neither.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,7 +126,8 @@ def test_a_rule_sorts_alike_under_every_convention_of_equal_readings(data):
 def test_the_kept_sums_of_a_ranking_are_its_fields_own_and_each_call_gets_a_copy():
     """``Ranked.upto`` keeps the sums of the Ranked's own fields: a later call gives the same
     sums even when the caller wrote over what an earlier call returned, and an array that is
-    not one of its fields (equal or not) is summed afresh."""
+    not one of its fields (equal or not), or a field given a new array, is summed afresh; the
+    fields whose sums it keeps cannot be written in place."""
     from conformance.conventions import Conventions
     from conformance.reference.ranking import rank, range_sums
 
@@ -141,3 +143,8 @@ def test_the_kept_sums_of_a_ranking_are_its_fields_own_and_each_call_gets_a_copy
         np.testing.assert_array_equal(r.upto(r.ap_term, k), expected)
         other = r.ap_term * 2.0
         np.testing.assert_array_equal(r.upto(other, k), range_sums(other, r.start, r.cut(k)))
+    for name in ("rel", "ap_term", "e_rel", "e_gain", "gain", "p_first"):  # what upto keeps sums of
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(r, name)[0] = 5.0
+    r.ap_term = r.ap_term * 3.0  # a new array for a field whose sums are kept: summed afresh
+    np.testing.assert_array_equal(r.upto(r.ap_term, 3), range_sums(r.ap_term, r.start, r.cut(3)))
