@@ -250,19 +250,31 @@ class Ranked:
 
     def group_start_rows(self) -> np.ndarray:
         """Per row: the index of the first row of its tie group (the row itself unless
-        ``ties=average`` grouped it). A group begins at rank 1 or where the rank of the last
-        row of the group changes."""
+        ``ties=average`` grouped it). A group begins a query's rows or where the rank of the
+        last row of the group changes (not at rank 1: under ``ties=group_first`` the whole
+        first group is at rank 1)."""
         rows = self.pos.size
         if rows == 0:
             return np.zeros(0, np.int64)
         begins = np.ones(rows, bool)
-        begins[1:] = (self.pos[1:] == 1) | (self.group_last[1:] != self.group_last[:-1])
+        begins[1:] = self.group_last[1:] != self.group_last[:-1]
+        begins[self.start[self.n > 0]] = True
         return np.maximum.accumulate(np.where(begins, np.arange(rows), 0))
 
     def group_size(self) -> np.ndarray:
-        """Per row: the number of rows of its tie group, rows past a depth cut included."""
+        """Per row: the number of rows of its tie group, rows past a depth cut included.
+
+        The span of ranks the group covers, or the rows kept of it where that is larger: under
+        ``ties=group_last`` / ``group_first`` the group's rows share one rank (a span of 1),
+        and a depth cut keeps or drops such a group whole, so its rows kept are all of it."""
         first = self.group_start_rows()
-        return (self.group_last - self.pos[first] + 1).astype(np.float64)
+        span = self.group_last - self.pos[first] + 1
+        rows = first.size
+        if rows == 0:
+            return span.astype(np.float64)
+        begins = np.flatnonzero(first == np.arange(rows))
+        kept = np.diff(np.append(begins, rows))
+        return np.maximum(span, np.repeat(kept, kept)).astype(np.float64)
 
     def group_mean(self, x: np.ndarray, what: str, within: int | None = None) -> np.ndarray:
         """Per row: the mean of ``x`` over its tie group, which is its expected value at any

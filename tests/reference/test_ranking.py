@@ -148,3 +148,25 @@ def test_the_kept_sums_of_a_ranking_are_its_fields_own_and_each_call_gets_a_copy
             getattr(r, name)[0] = 5.0
     r.ap_term = r.ap_term * 3.0  # a new array for a field whose sums are kept: summed afresh
     np.testing.assert_array_equal(r.upto(r.ap_term, 3), range_sums(r.ap_term, r.start, r.cut(3)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([None, 1, 2, 4]),
+       st.sampled_from(["docid_desc", "input_order", "average", "group_last", "group_first"]))
+def test_a_rows_tie_group_size_is_the_rows_of_its_query_scored_alike(seed, depth, rule):
+    """``Ranked.group_size``: per ranked row, the number of rows of its query with its score
+    (rows a depth cut leaves out included), under ``ties=average`` and under the rules whose
+    groups share one rank; under a rule that orders every tie each row is its own group."""
+    from conformance.conventions import Conventions
+    from conformance.reference.ranking import rank
+
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(1, 30))
+    q = np.sort(rng.integers(0, 4, rows))
+    score = rng.integers(0, 4, rows).astype(np.float64)  # few values: many ties
+    labels = rng.choice([np.nan, 0.0, 1.0, 2.0], rows)
+    r = rank(q, -score, rng.permutation(rows), np.arange(rows), labels, 4, Conventions().replace(depth=depth),
+             rule, keep_order=True)
+    alike = np.array([int(((q == q[i]) & (score == score[i])).sum()) for i in r.order])
+    want = alike if rule in ("average", "group_last", "group_first") else np.ones(r.order.size, np.int64)
+    np.testing.assert_array_equal(r.group_size(), want.astype(np.float64))
