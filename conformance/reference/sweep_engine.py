@@ -489,6 +489,18 @@ class _Engine:
                                  self.prep.run_order[rows], self.labels(lv)[pos])
         return self._arrays[key]
 
+    def _cut_inside_group(self, depth: int) -> np.ndarray:
+        """Per query: its list is longer than ``depth`` and its rows at ``depth`` and
+        ``depth + 1`` (presorted) share a float32 score, so a tie group may span the cut."""
+        key = ("cut_inside_group", depth)
+        if key not in self._arrays:
+            long = self.n > depth
+            at = self.start[long] + depth - 1
+            inside = np.zeros(self.nq, bool)
+            inside[long] = self.key[at] == self.key[at + 1]
+            self._arrays[key] = inside
+        return self._arrays[key]
+
     def _prefix_deeper(self, k: int | None, depth: int | None) -> bool:
         """Does some prefix list hold more rows than ``depth`` (so the cut changes it)?"""
         if depth is None:
@@ -575,15 +587,22 @@ class _Engine:
             cut = rank(q, primary, doc, order_in_run, index, self.nq, BASE.replace(depth=depth),
                        tie_rule, tie_labels=labels).gain.astype(np.int64)
 
+            # The grouped ranking answers one question: does the cut at depth split a tied
+            # group (of mixed relevance, of unequal gains)? Only a list whose rows at depth and
+            # depth + 1 share a float32 score can have such a group (float64 ties are float32
+            # ties, and the presort is by float32 score), so only those lists are ranked.
+            split = self._cut_inside_group(depth)[q]
+            sub = np.flatnonzero(split) if split.any() else None
+
             def grouped(conv: Conventions) -> Ranked:
                 self.rank_calls += 1
-                return rank(q, primary, doc, order_in_run, labels, self.nq,
+                return rank(q[sub], primary[sub], doc[sub], order_in_run[sub], labels[sub], self.nq,
                             BASE.replace(depth=depth, gain=conv.gain,
                                          threshold_scope=conv.threshold_scope,
                                          relevance_threshold=conv.relevance_threshold), "average")
 
             self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
-                                      grouped if tie_rule == "average" and depth is not None else None,
+                                      grouped if tie_rule == "average" and sub is not None else None,
                                       shared=self._whole_idcg)
         return self._whole[key]
 

@@ -369,6 +369,52 @@ def test_sweep_equals_evaluate_beyond_the_depths(n_docs):
     assert sweep.domains["query_set"] == ("run", "qrels")
 
 
+@pytest.mark.parametrize("at_cut", ["mixed", "equal_labels", "no_tie"])
+def test_the_depth_cut_through_a_tied_group_refuses_in_the_cells_and_lists_evaluate_does(at_cut):
+    """Under ``ties=average`` and ``ideal=retrieved`` a depth cut through a tied group of
+    unequal relevance or gains is refused; the sweep ranks only the lists whose rows at the
+    depth and past it share a score to find such a group. Three lists of 120 documents, the
+    first with the rows at 100 and 101 tied (of labels 2 and 0, of equal labels) or not;
+    every cell of those conventions equals evaluate (its refusal or its value)."""
+    run, qrels = [], []
+    for q in ("q1", "q2", "q3"):
+        for i in range(120):
+            score = 1000.0 - i
+            if q == "q1" and at_cut != "no_tie" and i == 100:
+                score = 1000.0 - 99  # tied with the row at 100
+            run.append((q, f"{q}d{i}", score))
+            if i % 3 == 0 or i in (99, 100):
+                label = 1.0 if i % 2 else 2.0
+                if q == "q1" and i in (99, 100):
+                    label = {"mixed": (2.0, 0.0), "equal_labels": (1.0, 1.0), "no_tie": (2.0, 0.0)}[at_cut][i - 99]
+                qrels.append((q, f"{q}d{i}", label))
+    qrels, run = Qrels.from_records(qrels), Run.from_records(run)
+    prep = Prepared(qrels, run)
+    measures = parse_measures("nDCG@10,R@10,AP")
+    sweep = Sweep(prep, measures)
+    refused = checked = 0
+    for m in measures:
+        g = sweep.grids[m]
+        fixed = {"ties": "average", "ideal": "retrieved", "depth": 100, "empty_query": BASE.empty_query,
+                 "rounding": None, "mean": "arithmetic", "query_set": BASE.query_set}
+        assert {"ties", "depth"} <= set(g.axes), g.axes
+        ranges = [[d.index(fixed[a])] if a in fixed and fixed[a] in d else range(len(d))
+                  for a, d in zip(g.axes, g.domains)]
+        for c in itertools.product(*ranges):
+            conv = BASE.replace(**g.conventions(c))
+            try:
+                ev = evaluate(prep, None, [m], conv)
+            except EvaluationError:
+                assert g.error[c], f"{m.text} {g.conventions(c)}: evaluate refuses, the sweep does not"
+                refused += 1
+            else:
+                assert not g.error[c], f"{m.text} {g.conventions(c)}: the sweep refuses, evaluate does not"
+                assert _same(float(g.lo[c]), ev.aggregate(m)), (m.text, g.conventions(c))
+            checked += 1
+    assert checked > 50
+    assert (refused > 0) == (at_cut == "mixed"), refused
+
+
 # Every value of every axis that gives a number (the refusing values raise and nan aside), so the
 # family records are checked on every axis, swept or not.
 AXIS_VALUES = {
