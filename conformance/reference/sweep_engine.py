@@ -49,6 +49,7 @@ def _reach(m: Measure, conv: Conventions) -> int | None:
 
 
 @functools.lru_cache(maxsize=None)
+@functools.cache  # a constant of the vocabulary, asked once per combination swept
 def _key_axes(family: str) -> tuple[tuple[str, str], ...]:
     """(axis, stage) of each axis a family reads that its formula key holds: the aggregate
     stage's are selections of per-query values, and ``identical_ids`` chooses the engine."""
@@ -693,10 +694,13 @@ class _Engine:
         shorter than its ideal cut."""
         values = []
         reading = self.gain_reading(m, conv) if m.record.kind == "graded" else None
+        ordering = None  # one for every axis of the ordering stage
         for a, stage in _key_axes(m.family):
             v = getattr(conv, a)
             if stage == "ordering":
-                v = _Ordering(self.ordering(conv, conv.ties))
+                if ordering is None:
+                    ordering = _Ordering(self.ordering(conv, conv.ties))
+                v = ordering
             elif a == "depth":
                 v = conv.depth if self.reads_depth(m, conv) else None
             elif a == "threshold_scope" and reading is not None:
