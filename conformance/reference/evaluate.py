@@ -274,7 +274,8 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
 
     def results(part: slice | None) -> tuple[dict[Measure, list], dict]:
         """Each measure's (values, empty) per order, from the rows in ``part`` (all: None),
-        and under ``tie_check`` each measure's ``tiecheck.changed``."""
+        and under ``tie_check`` each measure's ``tiecheck.changed``; for a piece (``part``),
+        the tie groups it is read from instead, read once for all pieces (``_pieced``)."""
         def take(a):
             return a if part is None else a[part]
 
@@ -353,8 +354,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             if m in micro:
                 micro[m] = [RATIO_PARTS[m.family](ctx, m) for ctx in contexts]
             if tie_check:
-                changed[m] = tiecheck.changed(m, conv, contexts[0].ranked, out[m][0][1],
-                                              shifted=shift is not None)
+                ties = contexts[0].ranked.ties
+                changed[m] = ties if part is not None else tiecheck.changed(
+                    m, conv, ties, out[m][0][1], shifted=shift is not None)
             if m.family in CURVES:
                 curves[m] = [lambda counted, fill, ctx=ctx, m=m: CURVES[m.family](ctx, m, counted, fill)
                              for ctx in contexts]
@@ -390,7 +392,7 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
             owned[q_rows[rows]] = True
             owned = np.flatnonzero(owned)
             return (owned, {m: [(v[owned], e[owned]) for v, e in orders] for m, orders in out.items()},
-                    {m: None if c is None else c[owned] for m, c in changed.items()})
+                    changed)
 
         def half(h: slice) -> list:
             return [piece(p, h is halves[0] and i == 0) for i, p in enumerate(query_pieces(q_rows, h))]
@@ -400,7 +402,9 @@ def _evaluate_group(prep: Prepared, measures: list[Measure], conv: Conventions,
         except EvaluationError:
             every, changed = results(None)  # a refusal names what one pass over all rows would name
         else:
-            every, changed = _pieced(done)
+            every, ties = _pieced(done)
+            changed = {m: tiecheck.changed(m, conv, t, every[m][0][1], shifted=shift is not None)
+                       for m, t in ties.items()}
     else:
         every, changed = results(None)
 
@@ -616,24 +620,30 @@ def _noise(v):
 
 
 def _pieced(done: list) -> tuple[dict, dict]:
-    """``results`` of the whole run from those of its pieces (``[(queries, every, changed)]``,
+    """``results`` of the whole run from those of its pieces (``[(queries, every, ties)]``,
     the first piece's over every query, the others' over their own ``queries``): each query's
     values from the piece holding its rows (the first piece's for a query with no row, which
-    every piece computes alike)."""
-    (_, first, first_changed), rest = done[0], done[1:]
+    every piece computes alike); and per measure the tie groups of every piece taken as one
+    (``TieGroups.joined``; None where a piece has none), which hold each group's query."""
+    (_, first, first_ties), rest = done[0], done[1:]
     every = {m: [(v.copy(), e.copy()) for v, e in orders] for m, orders in first.items()}
-    changed = {m: None if c is None else c.copy() for m, c in first_changed.items()}
-    for owned, out, out_changed in rest:
+    for owned, out, _ in rest:
         for m, orders in out.items():
             for (v, e), (v2, e2) in zip(every[m], orders):
                 v[owned] = v2
                 e[owned] = e2
-        for m, c in out_changed.items():
-            if changed[m] is not None and c is None:
-                changed[m] = None
-            elif changed[m] is not None:
-                changed[m][owned] = c
-    return every, changed
+    joined: dict[tuple, object] = {}  # measures ranked alike share their pieces' groups
+    ties = {}
+    for m in first_ties:
+        parts = [piece_ties[m] for _, _, piece_ties in done]
+        if any(t is None for t in parts):
+            ties[m] = None
+            continue
+        key = tuple(id(t) for t in parts)  # the pieces' groups live as long as ``done``
+        if key not in joined:
+            joined[key] = tiecheck.TieGroups.joined(parts)
+        ties[m] = joined[key]
+    return every, ties
 
 
 def round_half_even(x: np.ndarray, places: int) -> np.ndarray:

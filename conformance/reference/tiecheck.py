@@ -44,7 +44,8 @@ import numpy as np
 class TieGroups:
     """The tie groups of two rows or more of one ranking, before any depth cut, from the
     pairs of adjacent tied rows; what a measure asks (relevant counts, unequal gains) is
-    computed from the pairs' labels when first asked, once."""
+    computed from the pairs' labels when first asked, once. Those of rankings of disjoint
+    queries (the evaluation's pieces) are taken as one by :meth:`joined`."""
 
     def __init__(self, pairs: np.ndarray, pos: np.ndarray, labels: np.ndarray,
                  pooled: np.ndarray | None, start: np.ndarray, threshold: float, gain_of) -> None:
@@ -59,8 +60,30 @@ class TieGroups:
         self._a, self._b = labels[pairs], labels[pairs + 1]  # each pair's two labels
         self._pooled = None if pooled is None else pooled[pairs] != pooled[pairs + 1]
         self._start, self._threshold, self._gain_of = start, threshold, gain_of
+        self.n_queries = start.size
         self.before: np.ndarray | None = None  # per group: relevant rows of its query above it
         self._cache: dict[str, np.ndarray | None] = {}
+
+    @classmethod
+    def joined(cls, parts: list["TieGroups"]) -> "TieGroups":
+        """The groups of ``parts``, finished tie groups of rankings of disjoint queries under
+        one convention set (the evaluation's pieces, each over every query), as those of one
+        ranking: a measure asks them its question once, not once a piece. Each group keeps its
+        query; its rows' positions, which are each ranking's own, are not kept."""
+        if len(parts) == 1:
+            return parts[0]
+        one = object.__new__(cls)
+        cat = np.concatenate
+        one._opens = cat([p._opens for p in parts])  # a ranking's first pair opens a group
+        one._group = np.cumsum(one._opens) - 1
+        one.first_row = None
+        for name in ("first", "size", "before", "_a", "_b"):
+            setattr(one, name, cat([getattr(p, name) for p in parts]))
+        one._pooled = None if parts[0]._pooled is None else cat([p._pooled for p in parts])
+        one._start, one._threshold, one._gain_of = None, parts[0]._threshold, parts[0]._gain_of
+        one.n_queries = parts[0].n_queries
+        one._cache = {"query": cat([p.queries() for p in parts])}
+        return one
 
     def finish(self, relevant_before: np.ndarray) -> None:
         """The relevant rows above each group, from the ranking's per-row count."""
@@ -72,18 +95,21 @@ class TieGroups:
         return self._cache[name]
 
     def _any(self, flags: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.first_row.size, bool)
+        out = np.zeros(self.first.size, bool)
         out[self._group[flags]] = True
         return out
 
+    def queries(self) -> np.ndarray:
+        """Per group: its query. Rows come query by query, each query's from its ``start``,
+        so a group's query is the last whose start is at or before the group's first row (a
+        query without rows starts where the next one does, before it)."""
+        return self._once("query", lambda: np.searchsorted(self._start, self.first_row, side="right") - 1)
+
     def per_query(self, hit: np.ndarray) -> np.ndarray:
         """Per query: whether some group in ``hit`` (a mask over groups) is one of its own."""
-        # each query's groups are a range of them (groups are in row order, queries too)
-        bounds = self._once("bounds", lambda: np.searchsorted(
-            self.first_row, np.append(self._start, np.iinfo(np.int64).max)))
-        counts = np.zeros(hit.size + 1, np.int64)
-        np.cumsum(hit, out=counts[1:])
-        return counts[bounds[1:]] > counts[bounds[:-1]]
+        out = np.zeros(self.n_queries, bool)
+        out[self.queries()[hit]] = True
+        return out
 
     def rel(self) -> np.ndarray:
         """Per group: its relevant rows (a label of at least the threshold; NaN never is)."""
@@ -92,7 +118,7 @@ class TieGroups:
                 rel_a, rel_b = self._a >= self._threshold, self._b >= self._threshold
             closes = np.ones(rel_a.size, bool)  # the last pair of each group: its second row
             closes[:-1] = self._opens[1:]
-            return np.bincount(self._group, weights=rel_a, minlength=self.first_row.size) + rel_b[closes]
+            return np.bincount(self._group, weights=rel_a, minlength=self.first.size) + rel_b[closes]
         return self._once("rel", make)
 
     def mixed(self) -> np.ndarray:
@@ -173,16 +199,18 @@ def _min(*values):
     return min(known) if known else None
 
 
-def changed(m, conv, ranked, empty: np.ndarray, shifted: bool = False) -> np.ndarray | None:
-    """Per query of ``ranked`` (built with ``rank(..., tie_groups=True)``): whether the order of
-    its tied documents changes ``m``'s value (see the module docstring); ``empty``: the queries
-    the value is empty for (settled by ``empty_query`` alike in every order). None when only
-    an evaluation under ``ties=unspecified`` can tell."""
-    tg = ranked.ties
+def changed(m, conv, ties: TieGroups | None, empty: np.ndarray, shifted: bool = False) -> np.ndarray | None:
+    """Per query: whether the order of its tied documents changes ``m``'s value (see the module
+    docstring); ``ties``: the tie groups of the ranking ``m`` was computed from
+    (``rank(..., tie_groups=True)``'s ``Ranked.ties``, or those of its pieces
+    :meth:`TieGroups.joined`); ``empty``: the queries the value is empty for (settled by
+    ``empty_query`` alike in every order). None when only an evaluation under
+    ``ties=unspecified`` can tell."""
+    tg = ties
     if tg is None or m.record.reads_annotation:  # its ties are ordered by another key
         return None
     shifted = shifted or tg._gain_of is None  # gains not compared: no rule reads them
-    out = np.zeros(ranked.n_queries, bool)
+    out = np.zeros(tg.n_queries, bool)
     if tg.first.size == 0:
         return out
     depth = conv.depth

@@ -1,7 +1,8 @@
 """Large evaluations run in two threads, one per half of the queries (``parallel.query_halves``).
 
 The halves must give the same values as one pass over every row, bit for bit, under every
-convention: each per-query value depends on its own query's rows only. Here the split is
+convention: each per-query value depends on its own query's rows only; and the same answer of
+the tie check (``Evaluation.tie_changed``). Here the split is
 forced on small generated cases (``parallel.MIN_ROWS`` lowered, two cores assumed) and compared with
 the single pass on the same case, for both docid paths (the word form the readers give, and the
 exact vocabulary of ``from_records``). A refusal must be the same refusal.
@@ -41,7 +42,7 @@ def _outcome(qrels, run, conv, split: bool, monkeypatch):
     monkeypatch.setattr(parallel, "MIN_ROWS", 2 if split else 1 << 62)
     monkeypatch.setattr(parallel, "two_cores", lambda: True)
     try:
-        ev = E.evaluate(qrels, run, MEASURES, conv)
+        ev = E.evaluate(qrels, run, MEASURES, conv, tie_check=True)
     except EvaluationError as e:
         return str(e)
     return ev
@@ -57,6 +58,9 @@ def _same(a, b):
             x, y = getattr(a, part)[m], getattr(b, part)[m]
             # bit for bit: the same floats, NaN where NaN
             assert x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8)), (m, part)
+        # the tie check's answer: the pieces' tie groups taken as one are the single pass's
+        x, y = a.tie_changed.get(m), b.tie_changed.get(m)  # none under ties=unspecified
+        assert (x is None) == (y is None) and (x is None or np.array_equal(x, y)), (m, "tie_changed")
 
 
 def _word_form(case):
@@ -146,3 +150,37 @@ def test_each_waits_for_every_part_and_raises_the_first_error():
         parallel.each(work, [slice(0, 1), slice(1, 2), slice(2, 3)])
     assert finished == [2]  # the slow part had finished before the error was raised
     assert parallel.each(work, [slice(0, 1), slice(5, 6)]) == [0, 5]
+
+
+TIE_MEASURES = parse_measures("nDCG@3,nDCG,AP,AP@3,RR,RR@2,P@1,P@3,R@3,NumRelRet,Success@2,Bpref")
+TIE_VARIATIONS = [{}, {"ties": "input_order"}, {"ties": "average"}, {"ties": "group_last"},
+                  {"depth": 4}, {"relevance_threshold": 2}, {"gain": "exponential"},
+                  {"ideal": "retrieved"}, {"rr_cutoff": "honour"}, {"score_precision": "float64"}]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases(negative=True, fractional=True, max_docs=12), variation=st.sampled_from(TIE_VARIATIONS))
+def test_the_tie_check_of_pieces_equals_that_of_one_pass(case, variation, monkeypatch):
+    """Under the trec_eval conventions the check decides by each family's rule (the relevant
+    rows above a group, its first rank, its relevant count): the pieces' groups, taken as one,
+    give every query the answer of one pass."""
+    conv = TREC_EVAL.replace(**{"label_type": "float", **variation})
+
+    def changed(split: bool):
+        monkeypatch.setattr(parallel, "MIN_ROWS", 2 if split else 1 << 62)
+        monkeypatch.setattr(parallel, "two_cores", lambda: True)
+        monkeypatch.setattr(parallel, "PIECE_ROWS", 1 if split else parallel.PIECE_ROWS)
+        monkeypatch.setattr(parallel, "MAX_PIECES", 1 << 62 if split else parallel.MAX_PIECES)
+        out = {}
+        for m in TIE_MEASURES:
+            try:
+                ev = E.evaluate(case.qrels, case.run, [m], m.conventions(conv), tie_check=True)
+            except EvaluationError as e:
+                out[m] = str(e)
+            else:
+                c = ev.tie_changed.get(m)
+                out[m] = None if c is None else c.tolist()
+        return out
+
+    one_pass = changed(False)
+    assert changed(True) == one_pass
