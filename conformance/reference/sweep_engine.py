@@ -49,7 +49,6 @@ def _reach(m: Measure, conv: Conventions) -> int | None:
 
 
 @functools.lru_cache(maxsize=None)
-@functools.cache  # a constant of the vocabulary, asked once per combination swept
 def _key_axes(family: str) -> tuple[tuple[str, str], ...]:
     """(axis, stage) of each axis a family reads that its formula key holds: the aggregate
     stage's are selections of per-query values, and ``identical_ids`` chooses the engine."""
