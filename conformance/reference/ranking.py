@@ -269,12 +269,16 @@ class Ranked:
         and a depth cut keeps or drops such a group whole, so its rows kept are all of it."""
         first = self.group_start_rows()
         span = self.group_last - self.pos[first] + 1
-        rows = first.size
-        if rows == 0:
+        if first.size == 0:
             return span.astype(np.float64)
-        begins = np.flatnonzero(first == np.arange(rows))
-        kept = np.diff(np.append(begins, rows))
+        _, kept = self._group_bounds(first)
         return np.maximum(span, np.repeat(kept, kept)).astype(np.float64)
+
+    @staticmethod
+    def _group_bounds(first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the first row of each tie group, its rows kept) from ``group_start_rows()``."""
+        begins = np.flatnonzero(first == np.arange(first.size))
+        return begins, np.diff(np.append(begins, first.size))
 
     def group_mean(self, x: np.ndarray, what: str, within: int | None = None) -> np.ndarray:
         """Per row: the mean of ``x`` over its tie group, which is its expected value at any
@@ -282,12 +286,10 @@ class Ranked:
         group cut by ``depth`` keeps only some of its rows: when ``x`` varies within such a
         group, which values are kept depends on the order, and the call refuses, unless the
         group starts below rank ``within`` (the rows the caller reads: its top k)."""
-        first = self.group_start_rows()
-        rows = x.size
-        if rows == 0:
+        if x.size == 0:
             return x.astype(np.float64)
-        begins = np.flatnonzero(first == np.arange(rows))
-        kept = np.diff(np.append(begins, rows)).astype(np.float64)
+        begins, kept = self._group_bounds(self.group_start_rows())
+        kept = kept.astype(np.float64)
         total = np.add.reduceat(x.astype(np.float64), begins)
         whole = kept == (self.group_last[begins] - self.pos[begins] + 1)
         if not whole.all():

@@ -199,14 +199,13 @@ def _min(*values):
     return min(known) if known else None
 
 
-def changed(m, conv, ties: TieGroups | None, empty: np.ndarray, shifted: bool = False) -> np.ndarray | None:
+def changed(m, conv, tg: TieGroups | None, empty: np.ndarray, shifted: bool = False) -> np.ndarray | None:
     """Per query: whether the order of its tied documents changes ``m``'s value (see the module
-    docstring); ``ties``: the tie groups of the ranking ``m`` was computed from
+    docstring); ``tg``: the tie groups of the ranking ``m`` was computed from
     (``rank(..., tie_groups=True)``'s ``Ranked.ties``, or those of its pieces
     :meth:`TieGroups.joined`); ``empty``: the queries the value is empty for (settled by
     ``empty_query`` alike in every order). None when only an evaluation under
     ``ties=unspecified`` can tell."""
-    tg = ties
     if tg is None or m.record.reads_annotation:  # its ties are ordered by another key
         return None
     shifted = shifted or tg._gain_of is None  # gains not compared: no rule reads them
