@@ -591,8 +591,10 @@ class _Engine:
             # group (of mixed relevance, of unequal gains)? Only a list whose rows at depth and
             # depth + 1 share a float32 score can have such a group (float64 ties are float32
             # ties, and the presort is by float32 score), so only those lists are ranked.
-            split = self._cut_inside_group(depth)[q]
-            sub = np.flatnonzero(split) if split.any() else None
+            sub = None
+            if tie_rule == "average":
+                split = self._cut_inside_group(depth)[q]
+                sub = np.flatnonzero(split) if split.any() else None
 
             def grouped(conv: Conventions) -> Ranked:
                 self.rank_calls += 1
@@ -602,7 +604,7 @@ class _Engine:
                                          relevance_threshold=conv.relevance_threshold), "average")
 
             self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
-                                      grouped if tie_rule == "average" and sub is not None else None,
+                                      None if sub is None else grouped,
                                       shared=self._whole_idcg)
         return self._whole[key]
 
