@@ -3,7 +3,7 @@ with the work shared between combinations (the engine of ``conformance check-pap
 
 It lives beside the reference because it is the reference: it hands the reference's own
 ``rank`` and ``FORMULAS`` pre-sorted rows and a :class:`Context` subclass, so every
-combination's value equals ``evaluate()`` under that combination. One idea at ~650 lines: the
+combination's value equals ``evaluate()`` under that combination. One idea at ~730 lines: the
 shared-work engine (``_Engine``, ``_SweepContext``, ``_Whole``) and the grids it fills
 (:class:`Sweep`, :class:`Grid`) cannot be read apart. Per-query reported values are matched
 cell by cell while the grid is filled: they are any objects with ``measure``, ``qid``, ``lo``
@@ -451,7 +451,17 @@ class Sweep:
         block_of = np.empty(len(first), np.int64)
         by_result: dict[int, int] = {}
         results: list[tuple] = []  # the per-query results seen, by number
-        later: list[tuple] = []  # (block, cell, aggregate key) of the cells taken in batches
+        # each aggregation cell's (index, empty rule, query set, mean, rounding): the same in
+        # every block
+        cells = []
+        for aidx in itertools.product(*[range(n) for n in ashape]):
+            chosen = {axes[i]: doms[i][j] for i, j in zip(agg, aidx)}
+            cells.append((aidx,) + tuple(overrides.get(a, chosen.get(a, getattr(BASE, a)))
+                                         for a in ("empty_query", "query_set", "mean", "rounding")))
+        # the cells a plain result's block takes in batches (_aggregate_later), and the others
+        batched = [c for c in cells if c[3] != "micro" and c[2] != "qrels_strict"]
+        unbatched = [c for c in cells if c[3] == "micro" or c[2] == "qrels_strict"]
+        later: list[tuple] = []  # (block, result, some query empty) of the blocks batched
         for g, (fkey, conv) in enumerate(first):
             eng = self.engines[conv.identical_ids]
             formula_key = fkey[1:]
@@ -485,15 +495,15 @@ class Sweep:
             b_err = np.zeros(ashape, bool)
             b_hits = np.zeros(ashape, np.int64) if pq else None
             blocks.append((b_lo, b_hi, b_err) if b_hits is None else (b_lo, b_hi, b_err, b_hits))
-            for aidx in itertools.product(*[range(n) for n in ashape]):
+            some_empty = isinstance(found, tuple) and bool(found[2].any())
+            own = cells
+            if isinstance(found, tuple) and not pq and found[0] is found[1]:
+                later.append((len(blocks) - 1, rkey, some_empty))  # its batched cells
+                own = unbatched
+            for aidx, rule, qset, mean, rnd in own:
                 if found is None and not self.facts.run_only_queries:
                     b_err[aidx] = True
                     continue
-                chosen = {axes[i]: doms[i][j] for i, j in zip(agg, aidx)}
-                rule = overrides.get("empty_query", chosen.get("empty_query", BASE.empty_query))
-                qset = overrides.get("query_set", chosen.get("query_set", BASE.query_set))
-                mean = overrides.get("mean", chosen.get("mean", BASE.mean))
-                rnd = overrides.get("rounding", chosen.get("rounding", BASE.rounding))
                 if mean == "micro":
                     # sums of each query's numerator and denominator, which the shared
                     # per-query values do not hold: their parts, for the ratio families
@@ -523,11 +533,8 @@ class Sweep:
                             alt, rule, qset, is_sum, m.text, pq_pos, pq_lo, pq_hi, mean, rnd)
                 else:
                     # the empty rule only matters when some query is empty
-                    akey = (("result", rkey), rule if found[2].any() else None, qset, mean,
+                    akey = (("result", rkey), rule if some_empty else None, qset, mean,
                             None if is_sum else rnd)
-                    if not pq and qset != "qrels_strict" and found[0] is found[1]:
-                        later.append((len(blocks) - 1, aidx, akey))  # taken with its batch
-                        continue
                     if akey not in aggregates:
                         aggregates[akey] = self._aggregate_cell(found, rule, qset, is_sum, m.text,
                                                                 pq_pos, pq_lo, pq_hi, mean, rnd,
@@ -539,7 +546,7 @@ class Sweep:
                 b_lo[aidx], b_hi[aidx] = done[0], done[1]
                 if b_hits is not None:
                     b_hits[aidx] = done[2]
-        self._aggregate_later(later, results, blocks, is_sum, m.text)
+        self._aggregate_later(later, batched, ashape, results, blocks, is_sum, m.text)
         # 3. every cell from its combination's block: the grids seen with the aggregation
         # axes last, a block per combination of the computing axes
         at = block_of[group_of]
@@ -547,17 +554,27 @@ class Sweep:
             np.transpose(grid, compute + agg)[...] = np.stack([b[k] for b in blocks])[at]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
 
-    def _aggregate_later(self, later: list[tuple], results: list[tuple], blocks: list[tuple],
-                         is_sum: bool, what: str) -> None:
-        """Fill the cells left for later (``later``: block, cell, aggregate key): each (result,
+    def _aggregate_later(self, later: list[tuple], batched: list[tuple], ashape: tuple[int, ...],
+                         results: list[tuple], blocks: list[tuple], is_sum: bool, what: str) -> None:
+        """Fill the ``batched`` cells (index, empty rule, query set, mean, rounding) of the
+        blocks left for later (``later``: block, result, some query empty): each (result,
         empty rule, query set, mean) aggregated once, the results with the same empty queries
         under one (rule, query set, mean) as the rows of one array (:func:`aggregate_rows`,
-        at most ``BATCH_VALUES`` values at a time), then rounded per cell."""
+        at most ``BATCH_VALUES`` values at a time), then rounded per cell. Without an empty
+        query every rule gives the same aggregate: the rule is then None."""
+        if not later or not batched:
+            return
+        combos = list(dict.fromkeys((rule, qset, mean) for _, rule, qset, mean, _ in batched))
+        plan = [(combos.index((rule, qset, mean)), None if is_sum else rnd)
+                for _, rule, qset, mean, rnd in batched]
+        flat = np.ravel_multi_index(tuple(np.array([c[0] for c in batched], np.int64).T), ashape) \
+            if ashape else np.zeros(len(batched), np.int64)
         batches: dict[tuple, dict[int, None]] = {}
         empties: dict[bytes, int] = {}
-        for _, _, ((_, rkey), rule, qset, mean, _) in later:
+        for _, rkey, some_empty in later:
             e = empties.setdefault(results[rkey][2].tobytes(), len(empties))
-            batches.setdefault((e, rule, qset, mean), {})[rkey] = None
+            for rule, qset, mean in combos:
+                batches.setdefault((e, rule if some_empty else None, qset, mean), {})[rkey] = None
         means: dict[tuple, float | None] = {}
         for (_, rule, qset, mean), rows in batches.items():
             rows = list(rows)
@@ -574,14 +591,15 @@ class Sweep:
                     got = [None] * len(part)
                 for r, a in zip(part, got):
                     means[r, rule, qset, mean] = a
-        for b, aidx, ((_, rkey), rule, qset, mean, rnd) in later:
-            a = means[rkey, rule, qset, mean]
-            if a is None:
-                blocks[b][2][aidx] = True
-                continue
-            if rnd is not None and not is_sum:  # as Evaluation.aggregate
-                a = round(a, rnd)
-            blocks[b][0][aidx] = blocks[b][1][aidx] = a
+        for b, rkey, some_empty in later:
+            found = [means[rkey, rule if some_empty else None, qset, mean] for rule, qset, mean in combos]
+            # as Evaluation.aggregate: rounded last (None: refused)
+            cell = [found[c] if found[c] is None or rnd is None else round(found[c], rnd) for c, rnd in plan]
+            refused = np.array([a is None for a in cell])
+            value = np.array([np.nan if a is None else a for a in cell], np.float64)
+            blocks[b][0].flat[flat] = value
+            blocks[b][1].flat[flat] = value
+            blocks[b][2].flat[flat[refused]] = True
 
     def _per_query_by_evaluate(self, m: Measure, conv: Conventions, query_set: str = "qrels"):
         """(lo, hi, empty) per query of the engine, as its formulas give them, from ``evaluate``
