@@ -202,9 +202,8 @@ class Context:
     def discounted_gains(self) -> np.ndarray:
         if self._gain_discount is None:
             r = self.ranked
-            d = discounts(r.pos, self.conv)
-            d *= r.e_gain  # x * y is y * x: the same values as e_gain * discounts
-            self._gain_discount = d
+            # x * y is y * x: the same values as e_gain * discounts
+            self._gain_discount = r.discounts(self.conv) * r.e_gain
         return self._gain_discount
 
     @property

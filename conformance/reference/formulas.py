@@ -30,7 +30,8 @@ import numpy as np
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference.context import Context, Result, _bincount, _never_empty, _safe_div
-from conformance.reference.ranking import Ranked, clamp_cutoff, range_sums
+from conformance.reference.ranking import Ranked, clamp_cutoff
+from conformance.reference.segments import range_sums
 from conformance.reference.formulas_graded import (_CWL, auroc, bin_g, cwl, err, fall_out,
                                                    g_measure, iprec, iprec_avg, ndcg_rel, rbp,
                                                    rbp_resid, recall_at_precision,
@@ -271,8 +272,6 @@ def r_precision(ctx: Context, m: Measure) -> Result:
 
 
 def range_upto(r: Ranked, x: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    from conformance.reference.ranking import range_sums
-
     return range_sums(x, r.start, lengths.astype(np.int64))
 
 

@@ -11,7 +11,8 @@ import numpy as np
 from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference.context import Context, Result, _bincount, _never_empty, _safe_div
-from conformance.reference.ranking import clamp_cutoff, discounts, range_sums, segment_accumulate
+from conformance.reference.ranking import clamp_cutoff, discounts
+from conformance.reference.segments import range_sums, segment_accumulate
 
 
 def _round_half_up(x: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ last rank L as its ``pos``, and its AP term counts the group's relevant rows thr
 ``ties=group_first`` is the same with the group's first rank F: a group that starts by k is in
 the top k whole (more than k rows), and a depth keeps it whole.
 
-One idea at about 820 lines: one ordering and every per-row piece the formulas read of it (the
+One idea at about 850 lines: one ordering and every per-row piece the formulas read of it (the
 tie rules, gains, discounts and the ideal's sorted gains are stages of that one ranking).
 """
 
@@ -39,29 +39,7 @@ from conformance.axis import discount_base
 from conformance.conventions import Conventions, gain_map
 from conformance.errors import EvaluationError
 from conformance.reference import tiecheck
-
-
-def range_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``sum(x[starts[j] : starts[j] + lengths[j]])`` for every j (0 where the length is 0).
-
-    One ``np.add.reduceat`` over (start, end) index pairs: each range is summed on its own, so
-    sums never carry rounding from other queries.
-    """
-    out = np.zeros(starts.size, dtype=np.float64)
-    nz = lengths > 0
-    if not nz.any():
-        return out
-    x = x.astype(np.float64, copy=False)
-    idx = np.empty(2 * int(nz.sum()), dtype=np.int64)
-    idx[0::2] = starts[nz]
-    idx[1::2] = starts[nz] + lengths[nz]
-    if idx[-1] == x.size:
-        # the last range ends at the end of x: reduceat's last index sums to the end by
-        # itself, so x need not be copied to hold an end marker
-        out[nz] = np.add.reduceat(x, idx[:-1])[0::2]
-    else:
-        out[nz] = np.add.reduceat(x, idx)[0::2]
-    return out
+from conformance.reference.segments import planned_sums, range_plan, range_sums, segments
 
 
 def gains(labels: np.ndarray, conv: Conventions, reuse: bool = False,
@@ -164,46 +142,6 @@ def discounts(pos: np.ndarray, conv: Conventions) -> np.ndarray:
     late = p >= base
     out[late] = np.log(base) / np.log(p[late])  # 1 / log_b(rank) from rank b on
     return out
-
-
-_IDENTITY = {np.add: 0.0, np.multiply: 1.0, np.maximum: -np.inf, np.minimum: np.inf}
-
-
-def segment_accumulate(ufunc, x: np.ndarray, start: np.ndarray, n: np.ndarray,
-                       reverse: bool = False) -> np.ndarray:
-    """Per row, ``ufunc.accumulate`` of ``x`` over its query's rows from the first (from the
-    last when ``reverse``) to it: the running sum, product, maximum of each list, computed in
-    list order as a loop over the list would, so no rounding comes from other queries.
-
-    Queries are grouped by length (lengths within a factor of two), and each group is one
-    dense (queries x length) block accumulated along its rows: at most 64 blocks, holding at
-    most twice the rows, whatever the lengths."""
-    out = np.empty(x.size, dtype=np.float64)
-    have = np.flatnonzero(n > 0)
-    if have.size == 0:
-        return out
-    lengths = n[have]
-    bucket = np.ceil(np.log2(lengths)).astype(np.int64)
-    for b in np.unique(bucket):
-        qs = have[bucket == b]
-        length = n[qs]
-        width = int(length.max())
-        offset = np.arange(width)[None, :]
-        valid = offset < length[:, None]
-        if reverse:
-            idx = start[qs][:, None] + length[:, None] - 1 - offset
-        else:
-            idx = start[qs][:, None] + offset
-        block = np.where(valid, x[np.where(valid, idx, start[qs][:, None])], _IDENTITY[ufunc])
-        acc = ufunc.accumulate(block, axis=1)
-        out[idx[valid]] = acc[valid]
-    return out
-
-
-def segments(q: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
-    """For rows sorted by query code: (start index, row count) of every query."""
-    n = np.bincount(q, minlength=n_queries).astype(np.int64)
-    return np.cumsum(n) - n, n
 
 
 def _log_factorials(m: int) -> np.ndarray:
@@ -330,21 +268,45 @@ class Ranked:
         call gets its own copy."""
         field = next((name for name in _SUMMED if getattr(self, name) is x), None)
         if field is None:
-            return range_sums(x, self.start, self.cut(k))
+            return planned_sums(x, self._kept("ranges", k, lambda: range_plan(self.start, self.cut(k))))
         sums = self.__dict__.setdefault("_sums", {})
         kept = sums.get((field, k))
         if kept is None or kept[0] is not x:  # a field given a new array is summed afresh
             kept = sums[field, k] = (x, range_sums(x, self.start, self.cut(k)))
         return kept[1].copy()
 
+    def _kept(self, what: str, key, compute):
+        """``compute()``, kept by (what, key) for this Ranked's rows (``start``, ``n``, ``pos``
+        as they are: rows given new arrays compute afresh), as the formulas of many conventions
+        ask the same cut, ranges and discounts of one ranking."""
+        rows = (self.start, self.n, self.pos)
+        values = self.__dict__.setdefault("_kept_values", {})
+        kept = values.get((what, key))
+        if kept is None or any(a is not b for a, b in zip(kept[0], rows)):
+            kept = values[what, key] = (rows, compute())
+        return kept[1]
+
+    def discounts(self, conv: Conventions) -> np.ndarray:
+        """Per row: the discount at its rank under ``conv.discount`` (:func:`discounts`),
+        kept per discount, read-only."""
+        def compute():
+            d = discounts(self.pos, conv)
+            d.flags.writeable = False
+            return d
+        return self._kept("discounts", conv.discount, compute)
+
     def cut(self, k: int | None) -> np.ndarray:
         """Per query: the rows in the top k, those ranked at k or above: min(k, n), a cutoff of
         any size. Under ``ties=group_last`` a tie group whose last rank is past k is not in
         the top k, so a query whose row at min(k, n) is in such a group keeps only the rows
         above the group; under ``ties=group_first`` a group whose first rank is at most k is
-        in it whole, so a query whose row after min(k, n) shares its rank keeps more."""
+        in it whole, so a query whose row after min(k, n) shares its rank keeps more. Kept per
+        k: each call gets its own copy."""
         if k is None:
             return self.n
+        return self._kept("cut", k, lambda: self._cut(k)).copy()
+
+    def _cut(self, k: int) -> np.ndarray:
         k = clamp_cutoff(k)
         kk = np.minimum(self.n, k)
         if self.pos.size == 0:

@@ -25,7 +25,8 @@ from conformance.measures import FAMILIES, Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, Ranked, gains, gains_key, ideal_dcg, rank,
-                                           segments, tie_keys_read, tie_order)
+                                           tie_keys_read, tie_order)
+from conformance.reference.segments import segments
 
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
 SWEPT_VALUES: dict[str, tuple] = {a.name: a.swept for a in AXES.values() if a.swept}

@@ -129,7 +129,8 @@ def test_the_kept_sums_of_a_ranking_are_its_fields_own_and_each_call_gets_a_copy
     not one of its fields (equal or not), or a field given a new array, is summed afresh; the
     fields whose sums it keeps cannot be written in place."""
     from conformance.conventions import Conventions
-    from conformance.reference.ranking import rank, range_sums
+    from conformance.reference.ranking import rank
+    from conformance.reference.segments import range_sums
 
     rng = np.random.default_rng(3)
     q = np.sort(rng.integers(0, 5, 60))

@@ -220,14 +220,14 @@ def test_explorer_evaluate_equals_the_reference_under_random_profiles(page):
 
 
 def test_explorer_sums_a_list_as_the_reference_does(page):
-    """explorer.js sums a list's terms in the reference's order (reference.ranking.range_sums),
+    """explorer.js sums a list's terms in the reference's order (reference.segments.range_sums),
     bit for bit, so that rounding=N at a decimal half reads the same number: on 400 random
     lists of 1..300 terms (the pairwise blocks of 8 and the halves above 128), each summed over
     its top m, against range_sums over the same terms. The order matters on these terms: a
     left-to-right loop differs from range_sums on many of them."""
     import numpy as np
 
-    from conformance.reference.ranking import range_sums
+    from conformance.reference.segments import range_sums
 
     rng = random.Random(11)
     cases = []
