@@ -181,9 +181,10 @@ class Ranked:
     order: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        # upto keeps the sums of these fields: a write into one after rank would leave its
-        # kept sums stale, so they are read-only from here on (a write raises ValueError)
-        for name in _SUMMED:
+        # upto keeps the sums of these fields, and _kept what the rows' places give: a write
+        # into one after rank would leave them stale, so they are read-only from here on (a
+        # write raises ValueError)
+        for name in _SUMMED + ("start", "n", "pos"):
             getattr(self, name).flags.writeable = False
 
     def group_start_rows(self) -> np.ndarray:

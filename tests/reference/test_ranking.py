@@ -151,6 +151,40 @@ def test_the_kept_sums_of_a_ranking_are_its_fields_own_and_each_call_gets_a_copy
     np.testing.assert_array_equal(r.upto(r.ap_term, 3), range_sums(r.ap_term, r.start, r.cut(3)))
 
 
+def test_a_rankings_kept_cuts_and_discounts_follow_its_rows_and_each_call_gets_a_copy():
+    """``Ranked.cut``, ``upto`` of an array not its own and ``discounts`` keep what they
+    compute per k and per discount: each equals the plain computation, a caller writing over a
+    returned cut does not change the next, the discounts cannot be written, and rows given new
+    places (a new ``pos``) are computed afresh; ``start``, ``n`` and ``pos`` cannot be written in
+    place."""
+    from conformance.conventions import Conventions
+    from conformance.reference.ranking import rank
+    from conformance.reference.segments import range_sums
+
+    rng = np.random.default_rng(5)
+    q = np.sort(rng.integers(0, 6, 80))
+    r = rank(q, -rng.random(80), rng.integers(0, 50, 80), np.arange(80), rng.choice([0.0, 1.0, 2.0], 80),
+             6, Conventions(), "docid_desc")
+    x = rng.random(80)
+    for k in (1, 3, 50):
+        want = np.minimum(np.bincount(q, minlength=6), k)  # every row its own rank
+        got = r.cut(k)
+        np.testing.assert_array_equal(got, want)
+        got[:] = -1
+        np.testing.assert_array_equal(r.cut(k), want)
+        np.testing.assert_array_equal(r.upto(x, k), range_sums(x, r.start, want))
+    for disc, plain in (("log2", lambda p: 1.0 / np.log2(p + 1.0)), ("reciprocal", lambda p: 1.0 / p)):
+        conv = Conventions().replace(discount=disc)
+        np.testing.assert_array_equal(r.discounts(conv), plain(r.pos.astype(np.float64)))
+        with pytest.raises(ValueError, match="read-only"):
+            r.discounts(conv)[0] = 5.0
+    for name in ("start", "n", "pos"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(r, name)[0] = 5
+    r.pos = r.pos * 2  # new places: discounts computed afresh
+    np.testing.assert_array_equal(r.discounts(Conventions()), 1.0 / np.log2(r.pos.astype(np.float64) + 1.0))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from([None, 1, 2, 4]),
        st.sampled_from(["docid_desc", "input_order", "average", "group_last", "group_first"]))
