@@ -14,9 +14,10 @@ its arrays feed cannot be read apart.
 
 from __future__ import annotations
 
+import weakref
 from functools import cached_property
 from itertools import chain, compress, repeat
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -149,6 +150,20 @@ class DocKey:
         return out if dtype is None else out.astype(dtype)
 
 
+def _exact_key_of(prep: "Prepared") -> Callable[[], DocKey]:
+    """() -> ``prep``'s exact docid key of the run, for the word-form key ``prep`` holds: a
+    weak reference, since a strong one would make a cycle that only the garbage collector
+    frees, keeping the whole join (and the sweep's ranked rows beside it) alive until it runs."""
+    owner = weakref.ref(prep)
+
+    def exact() -> DocKey:
+        held = owner()
+        if held is None:
+            raise RuntimeError("a docid key was read after the join it came from was freed")
+        return held._exact_run_doc
+    return exact
+
+
 class _WordsKey:
     """A :class:`DocKey` read from the docids' word form (``data.DocWords``): ``codes(rows)``
     orders only the rows asked about, from their padded bytes, with no string sort and no
@@ -244,7 +259,7 @@ class Prepared:
             if not (run.doc_list is not None and run.distinct_pairs and len(run_label) == len(run)):
                 raise ValueError("run_label is for a run read from a dict (doc_list, distinct pairs)")
             self._merged = run_label
-            self.run_doc = _WordsKey(run.doc_list, None, lambda: self._exact_run_doc)
+            self.run_doc = _WordsKey(run.doc_list, None, _exact_key_of(self))
             self._run_distinct = True
             return
         if run.doc_words is not None and qrels.doc_words is not None and len(run) and len(qrels):
@@ -254,7 +269,7 @@ class Prepared:
             qrels.doc_words.forget_hashes()
             self._by_words = self._merged is not None
         if self._merged is not None:
-            self.run_doc = _WordsKey(run.doc_words, None, lambda: self._exact_run_doc)
+            self.run_doc = _WordsKey(run.doc_words, None, _exact_key_of(self))
             self._run_distinct = True  # the join saw every repeated (query, docid) pair
         else:
             self.run_doc = self._exact_run_doc

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -597,9 +598,14 @@ class _Engine:
                 split = self._cut_inside_group(depth)[q]
                 sub = np.flatnonzero(split) if split.any() else None
 
+            # the engine holds the _Whole that holds this function: it holds the engine weakly,
+            # as a cycle would keep every array of the engine alive until the cyclic garbage
+            # collector ran
+            engine, nq = weakref.ref(self), self.nq
+
             def grouped(conv: Conventions) -> Ranked:
-                self.rank_calls += 1
-                return rank(q[sub], primary[sub], doc[sub], order_in_run[sub], labels[sub], self.nq,
+                engine().rank_calls += 1
+                return rank(q[sub], primary[sub], doc[sub], order_in_run[sub], labels[sub], nq,
                             BASE.replace(depth=depth, gain=conv.gain,
                                          threshold_scope=conv.threshold_scope,
                                          relevance_threshold=conv.relevance_threshold), "average")
@@ -795,15 +801,17 @@ class _Engine:
 
     def _unmasked(self, ctx: _SweepContext, lv, order, k, rconv: Conventions,
                   binary: bool) -> Callable[[], _SweepContext]:
-        """() -> ``ctx`` over the same rows unmasked (made when first asked)."""
+        """() -> ``ctx`` over the same rows unmasked (made when first asked). It holds what it
+        reads of ``ctx``, not ``ctx``, which holds it: a cycle would keep the context's ranked
+        rows alive until the cyclic garbage collector ran."""
         made: list[_SweepContext] = []
+        args = (ctx.conv, ctx.tie_rule, ctx.R_judged, ctx.judged_gain, ctx.judged_q)
+        kwargs = dict(judged_label=ctx.judged_label, shared=ctx.shared, gain_key=ctx.gain_key)
 
         def plain() -> _SweepContext:
             if not made:
-                made.append(_SweepContext(
-                    ctx.conv, self.ranked(lv, order, k, rconv, binary), ctx.tie_rule,
-                    ctx.R_judged, ctx.judged_gain, ctx.judged_q, judged_label=ctx.judged_label,
-                    shared=ctx.shared, gain_key=ctx.gain_key))
+                conv, rule, *rest = args
+                made.append(_SweepContext(conv, self.ranked(lv, order, k, rconv, binary), rule, *rest, **kwargs))
             return made[0]
         return plain
 

@@ -1046,3 +1046,45 @@ def test_rows_aggregated_together_equal_evaluates_aggregate_of_each_row(rows, qu
         ev = Evaluation(qids, per_query={m: v}, upper={m: v}, counted={m: counted}, conventions={m: conv})
         expected.append(ev.aggregate(m))
     np.testing.assert_array_equal(together, np.array(expected))
+
+
+def test_a_dropped_sweep_frees_its_join_and_engine_without_the_cycle_collector(tmp_path):
+    """A Sweep holds the join (``Prepared``) and the engine's arrays, hundreds of MB on a large
+    run: once dropped, they are freed by reference counting alone, without waiting for the
+    cyclic garbage collector (a function kept by an object it refers to made a cycle: the
+    word-form docid key's exact key, the whole lists' grouped ranking under a depth cut, an
+    unmasked context). The input reaches each: docids read from files (the word form), lists
+    longer than a depth (100) with tied scores (ties=average's grouped ranking), and scores <= 0
+    (the masked binary measures under ideal=retrieved)."""
+    import gc
+    import weakref
+
+    from conformance import io as cio
+    from conformance.reference.prepare import Prepared
+
+    rng = np.random.default_rng(11)
+    qrels_lines, run_lines = [], []
+    for q in range(3):
+        for d in range(130):
+            if d % 3 == 0:
+                qrels_lines.append(f"q{q} 0 d{d} {int(rng.integers(0, 3))}")
+            score = float(rng.integers(-2, 40)) / 4  # few values: ties across the depth cut
+            run_lines.append(f"q{q} Q0 d{d} 1 {score} r")
+    (tmp_path / "qrels").write_text("\n".join(qrels_lines) + "\n")
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
+    qrels, run = cio.load_qrels(str(tmp_path / "qrels")), cio.load_run(str(tmp_path / "run"))
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        prep = Prepared(qrels, run)
+        sweep = Sweep(prep, parse_measures("nDCG@10,P@10"))
+        assert sweep.engine.rank_calls > 0
+        held = [weakref.ref(prep), weakref.ref(sweep.engine)] + [
+            weakref.ref(w) for w in sweep.engine._whole.values()]
+        assert len(held) > 2  # whole lists were read (ideal=retrieved)
+        del prep, sweep
+        assert [ref() is None for ref in held] == [True] * len(held)
+    finally:
+        if was_enabled:
+            gc.enable()
