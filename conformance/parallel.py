@@ -72,9 +72,16 @@ def each(fn: Callable[[slice], T], parts: Sequence[slice]) -> list[T]:
             outcomes.append((True, run()))
         except BaseException as e:
             outcomes.append((False, e))
-    for ok, value in outcomes:
-        if not ok:
-            raise value
+    errors = [value for ok, value in outcomes if not ok]
+    if errors:
+        error = errors[0]
+        # the exception's traceback holds this frame: its locals let go of the exceptions (and
+        # the parts' values), which would make a cycle through them
+        del outcomes, errors
+        try:
+            raise error
+        finally:
+            del error
     return [value for _, value in outcomes]
 
 
