@@ -82,11 +82,13 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).
 
 Cost, measured by ``benchmarks/bench_paper.py`` (1,000 queries x 1,000 documents, CPU time,
-against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~7-8
+against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~5.5-6
 single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~15-19;
-nDCG@10 + AP + P@10 together ~31. The loop visits each combination of the computing axes once
-for its formula key alone; each group's block of aggregation cells is filled once, and the
-means of equal-shaped results are taken as the rows of one array (:func:`aggregate_rows`).
+nDCG@10 + AP + P@10 together ~25-34. The loop visits each combination of the computing axes
+once for its formula key alone; each group's block of aggregation cells is filled once (the
+cells of a plain result as arrays), and the means of equal-shaped results are taken as the rows
+of one array (:func:`aggregate_rows`); each ``Ranked`` keeps its cuts and discounts for every
+context that reads it (``Ranked.cut``, ``Ranked.discounts``).
 
 The measures' own arithmetic is always the reference's (``FORMULAS`` over ``rank`` output), so
 every combination's value equals ``evaluate()`` with that combination; the tests check a sample
