@@ -84,7 +84,6 @@ class Context:
     list_R: Callable[[], np.ndarray] | None = None
     # Under it too: () -> the Context of the unmasked list (hit_weight=label's R)
     unmasked: Callable[[], "Context"] | None = None
-    _gain_discount: object = None  # per row: e_gain * discount (shared by DCG and nDCG at any k)
     # the judged ideal, shared with the other Contexts of the evaluation (built here if not)
     judged_ideal: JudgedIdeal | None = None
     judged_label: np.ndarray | None = None  # per qrels row of scored queries: label (as judged_q)
@@ -200,11 +199,9 @@ class Context:
     unannotated: object = None
 
     def discounted_gains(self) -> np.ndarray:
-        if self._gain_discount is None:
-            r = self.ranked
-            # x * y is y * x: the same values as e_gain * discounts
-            self._gain_discount = r.discounts(self.conv) * r.e_gain
-        return self._gain_discount
+        """Per row: expected gain times discount (read-only; kept by the ranking)."""
+        # x * y is y * x: the same values as e_gain * discounts
+        return self.ranked.discounted_gains(self.conv)
 
     @property
     def R(self) -> np.ndarray:

@@ -269,6 +269,9 @@ class Ranked:
         call gets its own copy."""
         field = next((name for name in _SUMMED if getattr(self, name) is x), None)
         if field is None:
+            derived = self.__dict__.get("_derived", {}).get(id(x))
+            field = derived[1] if derived is not None and derived[0] is x else None
+        if field is None:
             return planned_sums(x, self._kept("ranges", k, lambda: range_plan(self.start, self.cut(k))))
         sums = self.__dict__.setdefault("_sums", {})
         kept = sums.get((field, k))
@@ -276,11 +279,12 @@ class Ranked:
             kept = sums[field, k] = (x, range_sums(x, self.start, self.cut(k)))
         return kept[1].copy()
 
-    def _kept(self, what: str, key, compute):
+    def _kept(self, what: str, key, compute, reads: tuple = ()):
         """``compute()``, kept by (what, key) for this Ranked's rows (``start``, ``n``, ``pos``
-        as they are: rows given new arrays compute afresh), as the formulas of many conventions
-        ask the same cut, ranges and discounts of one ranking."""
-        rows = (self.start, self.n, self.pos)
+        as they are, and the fields in ``reads``: rows or fields given new arrays compute
+        afresh), as the formulas of many conventions ask the same cut, ranges and discounts of
+        one ranking."""
+        rows = (self.start, self.n, self.pos) + reads
         values = self.__dict__.setdefault("_kept_values", {})
         kept = values.get((what, key))
         if kept is None or any(a is not b for a, b in zip(kept[0], rows)):
@@ -295,6 +299,17 @@ class Ranked:
             d.flags.writeable = False
             return d
         return self._kept("discounts", conv.discount, compute)
+
+    def discounted_gains(self, conv: Conventions) -> np.ndarray:
+        """Per row: its expected gain times its discount (:meth:`discounts`), kept per
+        discount, read-only. :meth:`upto` keeps its sums as it keeps the fields': the DCG of
+        one ranking under one discount is read by every ideal and cutoff a sweep tries."""
+        def compute():
+            x = self.discounts(conv) * self.e_gain
+            x.flags.writeable = False
+            self.__dict__.setdefault("_derived", {})[id(x)] = (x, ("discounted_gains", conv.discount))
+            return x
+        return self._kept("discounted_gains", conv.discount, compute, reads=(self.e_gain,))
 
     def cut(self, k: int | None) -> np.ndarray:
         """Per query: the rows in the top k, those ranked at k or above: min(k, n), a cutoff of
