@@ -6,7 +6,8 @@ the run once (``pipeline.read``, as the command does), then times the evaluation
 measures of ``bench_eval.py`` under the trec_eval profile (``pipeline.evaluate_inputs``) with
 ``tie_check`` off and on, ``--repeat`` times each, the two alternating (on first in even rounds,
 off first in odd ones). It prints min and median of wall and process CPU time of each, and the
-difference of the medians as a share of the evaluation without the check. Both evaluations'
+difference of the medians, and the median of each round's difference, as a share of the
+evaluation without the check. Both evaluations'
 values are compared (they must be equal: the check computes nothing a value reads).
 
 The command's own time (imports, reading, joining, writing) is ``bench_eval.py``'s; this share
@@ -77,6 +78,12 @@ def main() -> None:
     print(f"  the check's cost, medians: wall +{med[True][0] - med[False][0]:.4f} s "
           f"({(med[True][0] / med[False][0] - 1) * 100:+.1f}%), CPU +{med[True][1] - med[False][1]:.4f} s "
           f"({(med[True][1] / med[False][1] - 1) * 100:+.1f}%)")
+    # each round's two evaluations ran back to back: their difference is read off the same
+    # state of the machine, so its median moves less with a busy neighbour than the medians do
+    paired = [[on[i] - off[i] for on, off in zip(times[True], times[False])] for i in (0, 1)]
+    share = [statistics.median(d) / med[False][i] * 100 for i, d in enumerate(paired)]
+    print(f"  the check's cost, median of each round's difference: wall {statistics.median(paired[0]):+.4f} s "
+          f"({share[0]:+.1f}%), CPU {statistics.median(paired[1]):+.4f} s ({share[1]:+.1f}%)")
     print(f"  values with and without the check: {'equal' if same else 'DIFFERENT'}")
 
 
