@@ -642,9 +642,8 @@ def rank(
         extra["first"] = first
     found = None
     if tie_groups:  # before lab_s becomes the gains and order p_first
-        found = tiecheck.find(order, primary, pos, lab_s, extra.get("pooled"), start, tied_pairs[0],
-                              conv.relevance_threshold,
-                              None if gain_shift is not None else lambda x: gains(x, conv))
+        found = tiecheck.find(order, start, primary, pos, lab_s, extra.get("pooled"), tied_pairs[0],
+                              conv.relevance_threshold)
     if kept_order is not None:
         extra["order"] = kept_order
     shift = None if gain_shift is None else gain_shift[q[order]]
@@ -659,8 +658,8 @@ def rank(
         c_row[1:] = rel[:-1]
         c_row[listed[1:]] -= np.add.reduceat(rel, listed)[:-1]
         np.cumsum(c_row, out=c_row)
-    if found is not None:
-        found.finish(c_row)
+    if found is not None:  # gains shifted per query are not compared
+        found.finish(c_row, gain if gain_shift is None else None)
     if tie_rule in ("group_last", "group_first"):
         pieces = _shared_rank_pieces(q[order], primary[order], pos, gain, rel, c_row,
                                      last=tie_rule == "group_last")

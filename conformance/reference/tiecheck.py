@@ -43,67 +43,100 @@ import numpy as np
 
 class TieGroups:
     """The tie groups of two rows or more of one ranking, before any depth cut, from the
-    pairs of adjacent tied rows; what a measure asks (relevant counts, unequal gains) is
-    computed from the pairs' labels when first asked, once. Those of rankings of disjoint
-    queries (the evaluation's pieces) are taken as one by :meth:`joined`."""
+    pairs of adjacent tied rows.
 
-    def __init__(self, pairs: np.ndarray, pos: np.ndarray, labels: np.ndarray,
-                 pooled: np.ndarray | None, start: np.ndarray, threshold: float, gain_of) -> None:
-        opens = np.ones(pairs.size, bool)  # a pair that does not continue the previous one's group
-        opens[1:] = pairs[1:] != pairs[:-1] + 1
-        self._opens = opens
-        self._group = np.cumsum(opens) - 1  # per pair: its group
-        self.first_row = pairs[opens]  # per group: its first sorted row
-        n = self.first_row.size
-        self.first = pos[self.first_row]  # per group: 1-based rank of its first row
-        self.size = np.bincount(self._group, minlength=n) + 1  # per group: rows
-        self._a, self._b = labels[pairs], labels[pairs + 1]  # each pair's two labels
-        self._pooled = None if pooled is None else pooled[pairs] != pooled[pairs + 1]
-        self._start, self._threshold, self._gain_of = start, threshold, gain_of
-        self.n_queries = start.size
-        self.before: np.ndarray | None = None  # per group: relevant rows of its query above it
+    A ranking only gathers what each pair reads of its two rows (``pair``, arrays of one
+    length): ``row``, the pair's first sorted row (increasing); ``query``; ``first``, that
+    row's 1-based rank; ``a`` and ``b``, the two labels; ``pooled_a`` and ``pooled_b``, the two
+    pool states (where there is a pool); then, once the ranking is done (:meth:`finish`),
+    ``before``, the relevant rows of the query above the pair, and ``gain_a`` and ``gain_b``
+    (where gains are compared). The groups, and what a measure asks of them (relevant counts,
+    unequal gains), are made from those when first asked, once. The tie groups of rankings of
+    disjoint queries (the evaluation's pieces) are taken as one by :meth:`joined` before
+    anything is asked: a piece holds a few thousand pairs, and each numpy call costs
+    microseconds whatever its size, so nothing is computed once a piece that can be computed
+    once for all of them.
+    """
+
+    def __init__(self, n_queries: int, rows: int, threshold: float, pair: dict[str, np.ndarray]) -> None:
+        # rows: the ranking's; relevant: a label of at least ``threshold`` (NaN never is)
+        self.n_queries, self._rows, self._threshold, self._pair = n_queries, rows, threshold, pair
         self._cache: dict[str, np.ndarray | None] = {}
 
     @classmethod
     def joined(cls, parts: list["TieGroups"]) -> "TieGroups":
         """The groups of ``parts``, finished tie groups of rankings of disjoint queries under
         one convention set (the evaluation's pieces, each over every query), as those of one
-        ranking: a measure asks them its question once, not once a piece. Each group keeps its
-        query; its rows' positions, which are each ranking's own, are not kept."""
+        ranking whose rows are theirs one after the other: a measure asks them its question
+        once, not once a piece. No pair of one ranking continues a group of the one before (a
+        ranking's last pair starts two rows or more before its end)."""
         if len(parts) == 1:
             return parts[0]
-        one = object.__new__(cls)
-        cat = np.concatenate
-        one._opens = cat([p._opens for p in parts])  # a ranking's first pair opens a group
-        one._group = np.cumsum(one._opens) - 1
-        one.first_row = None
-        for name in ("first", "size", "before", "_a", "_b"):
-            setattr(one, name, cat([getattr(p, name) for p in parts]))
-        one._pooled = None if parts[0]._pooled is None else cat([p._pooled for p in parts])
-        one._start, one._threshold, one._gain_of = None, parts[0]._threshold, parts[0]._gain_of
-        one.n_queries = parts[0].n_queries
-        one._cache = {"query": cat([p.queries() for p in parts])}
-        return one
+        offset = np.cumsum([0] + [p._rows for p in parts])
+        pair = {name: np.concatenate([p._pair[name] + r if name == "row" else p._pair[name]
+                                      for p, r in zip(parts, offset)])
+                for name in parts[0]._pair}
+        return cls(parts[0].n_queries, int(offset[-1]), parts[0]._threshold, pair)
 
-    def finish(self, relevant_before: np.ndarray) -> None:
-        """The relevant rows above each group, from the ranking's per-row count."""
-        self.before = relevant_before[self.first_row]
+    def finish(self, relevant_before: np.ndarray, gain: np.ndarray | None) -> None:
+        """What the ranking computes after the order: the relevant rows above each pair (from
+        its per-row count) and the pair's two gains (``gain`` per sorted row; None: gains are
+        not compared)."""
+        row = self._pair["row"]
+        self._pair["before"] = relevant_before[row]
+        if gain is not None:
+            self._pair["gain_a"], self._pair["gain_b"] = gain[row], gain[row + 1]
+
+    @property
+    def gains_compared(self) -> bool:
+        return "gain_a" in self._pair
 
     def _once(self, name: str, make):
         if name not in self._cache:
             self._cache[name] = make()
         return self._cache[name]
 
-    def _any(self, flags: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.first.size, bool)
-        out[self._group[flags]] = True
-        return out
+    def _opens(self) -> np.ndarray:
+        """Per pair: it opens a group (it does not continue the previous pair's)."""
+        def make():
+            row = self._pair["row"]
+            opens = np.ones(row.size, bool)
+            opens[1:] = row[1:] != row[:-1] + 1
+            return opens
+        return self._once("opens", make)
+
+    def _group(self) -> np.ndarray:
+        """Per pair: its group."""
+        return self._once("group", lambda: np.cumsum(self._opens()) - 1)
+
+    def _of_groups(self, name: str) -> np.ndarray:
+        """Per group: ``name`` of its first pair."""
+        return self._once(name, lambda: self._pair[name][self._opens()])
+
+    @property
+    def first(self) -> np.ndarray:
+        """Per group: the 1-based rank of its first row."""
+        return self._of_groups("first")
+
+    @property
+    def before(self) -> np.ndarray:
+        """Per group: the relevant rows of its query above it."""
+        return self._of_groups("before")
 
     def queries(self) -> np.ndarray:
-        """Per group: its query. Rows come query by query, each query's from its ``start``,
-        so a group's query is the last whose start is at or before the group's first row (a
-        query without rows starts where the next one does, before it)."""
-        return self._once("query", lambda: np.searchsorted(self._start, self.first_row, side="right") - 1)
+        """Per group: its query."""
+        return self._of_groups("query")
+
+    @property
+    def size(self) -> np.ndarray:
+        """Per group: its rows."""
+        return self._once("size", lambda: np.bincount(self._group(), minlength=self.first.size) + 1)
+
+    def _any(self, flags: np.ndarray) -> np.ndarray:
+        """Per group: whether ``flags`` (per pair) holds for some pair of it."""
+        out = np.zeros(self.first.size, bool)
+        out[self._group()[flags]] = True
+        return out
 
     def per_query(self, hit: np.ndarray) -> np.ndarray:
         """Per query: whether some group in ``hit`` (a mask over groups) is one of its own."""
@@ -112,13 +145,13 @@ class TieGroups:
         return out
 
     def rel(self) -> np.ndarray:
-        """Per group: its relevant rows (a label of at least the threshold; NaN never is)."""
+        """Per group: its relevant rows."""
         def make():
             with np.errstate(invalid="ignore"):
-                rel_a, rel_b = self._a >= self._threshold, self._b >= self._threshold
+                rel_a, rel_b = self._pair["a"] >= self._threshold, self._pair["b"] >= self._threshold
             closes = np.ones(rel_a.size, bool)  # the last pair of each group: its second row
-            closes[:-1] = self._opens[1:]
-            return np.bincount(self._group, weights=rel_a, minlength=self.first.size) + rel_b[closes]
+            closes[:-1] = self._opens()[1:]
+            return np.bincount(self._group(), weights=rel_a, minlength=self.first.size) + rel_b[closes]
         return self._once("rel", make)
 
     def mixed(self) -> np.ndarray:
@@ -128,27 +161,27 @@ class TieGroups:
     def label_varied(self) -> np.ndarray:
         """Per group: unequal labels (NaN a value of its own) or pool states."""
         def make():
-            a, b = self._a, self._b
+            a, b = self._pair["a"], self._pair["b"]
             differ = (a != b) & ~(np.isnan(a) & np.isnan(b))
-            if self._pooled is not None:
-                differ |= self._pooled
+            if "pooled_a" in self._pair:
+                differ |= self._pair["pooled_a"] != self._pair["pooled_b"]
             return self._any(differ)
         return self._once("label_varied", make)
 
     def gain_varied(self) -> np.ndarray | None:
-        """Per group: unequal gains; None when no gain function was given."""
-        if self._gain_of is None:
+        """Per group: unequal gains; None when gains are not compared."""
+        if not self.gains_compared:
             return None
-        return self._once("gain_varied", lambda: self._any(self._gain_of(self._a) != self._gain_of(self._b)))
+        return self._once("gain_varied", lambda: self._any(self._pair["gain_a"] != self._pair["gain_b"]))
 
 
-def find(order: np.ndarray, primary: np.ndarray, pos: np.ndarray, labels: np.ndarray,
-         pooled: np.ndarray | None, start: np.ndarray, candidates: tuple | None,
-         threshold: float, gain_of=None) -> TieGroups:
-    """The tie groups of the ranking ``order`` (rows sorted by query then ``primary``): ``pos``,
-    ``labels``, ``pooled`` per sorted row, ``start`` per query its first sorted row;
-    relevant: a label of at least ``threshold``; ``gain_of``: labels -> gains (None: gains not
-    compared).
+def find(order: np.ndarray, start: np.ndarray, primary: np.ndarray, pos: np.ndarray,
+         labels: np.ndarray, pooled: np.ndarray | None, candidates: tuple | None,
+         threshold: float) -> TieGroups:
+    """The tie groups of the ranking ``order`` (rows sorted by query, then ``primary``):
+    ``start`` per query its first sorted row; ``pos``, ``labels`` and ``pooled`` per sorted
+    row; relevant: a label of at least ``threshold``. :meth:`TieGroups.finish` adds what the
+    ranking computes later.
 
     ``candidates``: (the sorted positions i that may tie with i + 1, whether they are exactly
     the tied pairs): ``ranking.sort_order``'s, from the comparison of packed keys it makes
@@ -172,7 +205,17 @@ def find(order: np.ndarray, primary: np.ndarray, pos: np.ndarray, labels: np.nda
         same &= pos[1:] != 1  # never across queries
         pairs = np.flatnonzero(same)
         del same
-    return TieGroups(pairs, pos, labels, pooled, start, threshold, gain_of)
+    after = pairs + 1
+    # A pair's query is the last whose first row is at or before it (a query without rows
+    # starts where the next one does, before it), and its rank its distance from that row:
+    # both read from the per-query starts rather than from per-row arrays, whose reads at
+    # pairs spread over every row are cache misses
+    query = np.searchsorted(start, pairs, side="right") - 1
+    pair = {"row": pairs, "query": query, "first": after - start[query], "a": labels[pairs],
+            "b": labels[after]}
+    if pooled is not None:
+        pair["pooled_a"], pair["pooled_b"] = pooled[pairs], pooled[after]
+    return TieGroups(start.size, order.size, threshold, pair)
 
 
 def _rules_apply(m, conv, shifted: bool) -> bool:
@@ -208,7 +251,7 @@ def changed(m, conv, tg: TieGroups | None, empty: np.ndarray, shifted: bool = Fa
     ``ties=unspecified`` can tell."""
     if tg is None or m.record.reads_annotation:  # its ties are ordered by another key
         return None
-    shifted = shifted or tg._gain_of is None  # gains not compared: no rule reads them
+    shifted = shifted or not tg.gains_compared  # no rule reads gains then
     out = np.zeros(tg.n_queries, bool)
     if tg.first.size == 0:
         return out
