@@ -805,13 +805,13 @@ class _Engine:
         reads of ``ctx``, not ``ctx``, which holds it: a cycle would keep the context's ranked
         rows alive until the cyclic garbage collector ran."""
         made: list[_SweepContext] = []
-        args = (ctx.conv, ctx.tie_rule, ctx.R_judged, ctx.judged_gain, ctx.judged_q)
-        kwargs = dict(judged_label=ctx.judged_label, shared=ctx.shared, gain_key=ctx.gain_key)
+        fields = dict(conv=ctx.conv, tie_rule=ctx.tie_rule, R_judged=ctx.R_judged,
+                      judged_gain=ctx.judged_gain, judged_q=ctx.judged_q,
+                      judged_label=ctx.judged_label, shared=ctx.shared, gain_key=ctx.gain_key)
 
         def plain() -> _SweepContext:
             if not made:
-                conv, rule, *rest = args
-                made.append(_SweepContext(conv, self.ranked(lv, order, k, rconv, binary), rule, *rest, **kwargs))
+                made.append(_SweepContext(ranked=self.ranked(lv, order, k, rconv, binary), **fields))
             return made[0]
         return plain
 
