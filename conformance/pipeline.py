@@ -83,14 +83,20 @@ def own_process() -> None:
     For a command that owns its process (``conformance eval``): it sets the process-wide Arrow
     pool, which the library API leaves alone. Arrow's default pool (mimalloc) keeps freed
     blocks for reuse: on a 2M-row run it held ~100 MB that no array used after the parse,
-    which added to the peak. jemalloc returns freed pages after its decay time. With no delay
-    (0 ms) every block the CSV parser frees was given back and faulted in again for the next
-    block: ~66,000 page faults in the parse of a 2M-row run, ~0.25 s of system time. With
-    100 ms, blocks are reused while the parse runs (~43,000 faults), and the readers return
-    what is left once parsed (``io.trec._fast_parse``, and :func:`read` after both inputs are
-    read), so the peak stays that of the evaluation (401-402 MB either way, in 8 runs each; the
-    whole command ~0.2 s faster). A 1 s decay kept too much between the purges (peak 589 MB).
-    Skipped where Arrow has no jemalloc.
+    which added to the peak. jemalloc's background thread returns freed pages after its decay
+    time. With no delay (0 ms) every block the CSV parser frees was given back and faulted in
+    again for the next block: ~66,000 page faults in the parse of a 2M-row run, ~0.25 s of
+    system time. With 100 ms, blocks are reused while the parse runs (~43,000 faults) and the
+    rest goes back within the decay time (the whole command ~0.2 s faster than with 0 ms; 10 ms
+    and 30 ms gave the same time, faults and peaks as 100 ms, within the spread of 5 alternated
+    runs). A 1 s decay kept too much between the purges (peak 589 MB). Under this pool Arrow's
+    ``release_unused`` returns nothing: pyarrow 26 asks jemalloc for the control named
+    ``arena.MALLCTL_ARENAS_ALL.purge`` (the macro's name, not its value, as ``strings`` on
+    ``libarrow.so`` shows), which jemalloc does not know; after a 2M-row CSV parse whose table
+    is dropped the process stays at 295 MB through the call and for a second after it (decay
+    set to 10 s), where mimalloc's falls from 358 MB to 112 MB. The readers' calls
+    (``io.trec._fast_parse``, :func:`read`) are for the library API's pool. Skipped where Arrow
+    has no jemalloc.
     """
     no_blas_threads()
     import pyarrow as pa
@@ -148,7 +154,9 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
             qrels_read()  # a bad qrels file is reported first, as if it had been read first
             raise
         read_qrels = qrels_read()
-        pa.default_memory_pool().release_unused()  # what the readers freed, before the evaluation
+        # what the readers freed, before the evaluation (a no-op under the command's jemalloc,
+        # whose background thread returns it: see own_process)
+        pa.default_memory_pool().release_unused()
     else:
         read_qrels = cio.load_qrels(qrels, **how)
         read_run = cio.load_run(run, duplicates=duplicates, check_pairs=False, **how)
