@@ -265,12 +265,12 @@ class Ranked:
     def upto(self, x: np.ndarray, k: int | None) -> np.ndarray:
         """Per query: sum of ``x`` over its top ``k`` rows (all rows when k is None). The sums
         of this Ranked's own per-row fields are kept, as the formulas of many conventions
-        read the same ones of one ranking (AP's ``ap_term`` under every denominator): each
-        call gets its own copy."""
+        read the same ones of one ranking (AP's ``ap_term`` under every denominator), and
+        those of the arrays it keeps (:meth:`discounted_gains`): each call gets its own copy."""
         field = next((name for name in _SUMMED if getattr(self, name) is x), None)
-        if field is None:
-            derived = self.__dict__.get("_derived", {}).get(id(x))
-            field = derived[1] if derived is not None and derived[0] is x else None
+        if field is None:  # an array this Ranked keeps (read-only, as its fields are)
+            values = self.__dict__.get("_kept_values", {})
+            field = next((key for key, (_, value) in values.items() if value is x), None)
         if field is None:
             return planned_sums(x, self._kept("ranges", k, lambda: range_plan(self.start, self.cut(k))))
         sums = self.__dict__.setdefault("_sums", {})
@@ -307,7 +307,6 @@ class Ranked:
         def compute():
             x = self.discounts(conv) * self.e_gain
             x.flags.writeable = False
-            self.__dict__.setdefault("_derived", {})[id(x)] = (x, ("discounted_gains", conv.discount))
             return x
         return self._kept("discounted_gains", conv.discount, compute, reads=(self.e_gain,))
 
