@@ -200,7 +200,6 @@ class Context:
 
     def discounted_gains(self) -> np.ndarray:
         """Per row: expected gain times discount (read-only; kept by the ranking)."""
-        # x * y is y * x: the same values as e_gain * discounts
         return self.ranked.discounted_gains(self.conv)
 
     @property

@@ -305,7 +305,7 @@ class Ranked:
         discount, read-only. :meth:`upto` keeps its sums as it keeps the fields': the DCG of
         one ranking under one discount is read by every ideal and cutoff a sweep tries."""
         def compute():
-            x = self.discounts(conv) * self.e_gain
+            x = self.discounts(conv) * self.e_gain  # x * y is y * x: e_gain * discounts, bit for bit
             x.flags.writeable = False
             return x
         return self._kept("discounted_gains", conv.discount, compute, reads=(self.e_gain,))
