@@ -39,7 +39,7 @@ from typing import Any, Mapping, Sequence
 from conformance.conventions import AXES, ConventionError, Conventions
 from conformance.measures import Measure
 
-ARROW_DECAY_MS = 100
+ARROW_DECAY_MS = 0
 
 
 def no_blas_threads() -> None:
@@ -77,26 +77,26 @@ def _one_malloc_arena() -> None:
 
 
 def own_process() -> None:
-    """Set the process's memory policy: freed Arrow memory goes back to the system within
-    ``ARROW_DECAY_MS`` and at the end of each reader's parse; one malloc arena for numpy.
+    """Set the process's memory policy: freed Arrow memory goes back to the system at once
+    (``ARROW_DECAY_MS``); one malloc arena for numpy.
 
     For a command that owns its process (``conformance eval``): it sets the process-wide Arrow
     pool, which the library API leaves alone. Arrow's default pool (mimalloc) keeps freed
     blocks for reuse: on a 2M-row run it held ~100 MB that no array used after the parse,
-    which added to the peak. jemalloc's background thread returns freed pages after its decay
-    time. With no delay (0 ms) every block the CSV parser frees was given back and faulted in
-    again for the next block: ~66,000 page faults in the parse of a 2M-row run, ~0.25 s of
-    system time. With 100 ms, blocks are reused while the parse runs (~43,000 faults) and the
-    rest goes back within the decay time (the whole command ~0.2 s faster than with 0 ms; 10 ms
-    and 30 ms gave the same time, faults and peaks as 100 ms, within the spread of 5 alternated
-    runs). A 1 s decay kept too much between the purges (peak 589 MB). Under this pool Arrow's
+    which added to the peak. Under jemalloc the decay time decides when freed pages go back.
+    With 100 ms, the CSV parser reuses its blocks (about 74,000 page faults for a 2M-row run
+    against 104,000 with 0 ms), but at the start of the join about 150 MB of the parser's freed
+    pages were still held (jemalloc purges on its background thread's schedule, not at the
+    decay time), and the join's arrays, which numpy takes from malloc and not from that pool,
+    came on top: peaks of 337-396 MB, above pytrec_eval's ~386 MB in some runs. With 0 ms the
+    peak is 287-299 MB in every run, for about 5% more time (8 alternated pairs at b4c1ffa:
+    wall median 0.885 s against 0.84 s, CPU 1.27 s against 1.22 s). A 1 s decay kept more
+    (peak 589 MB); 10 ms and 30 ms gave 100 ms's peaks. Under this pool Arrow's
     ``release_unused`` returns nothing: pyarrow 26 asks jemalloc for the control named
     ``arena.MALLCTL_ARENAS_ALL.purge`` (the macro's name, not its value, as ``strings`` on
-    ``libarrow.so`` shows), which jemalloc does not know; after a 2M-row CSV parse whose table
-    is dropped the process stays at 295 MB through the call and for a second after it (decay
-    set to 10 s), where mimalloc's falls from 358 MB to 112 MB. The readers' calls
-    (``io.trec._fast_parse``, :func:`read`) are for the library API's pool. Skipped where Arrow
-    has no jemalloc.
+    ``libarrow.so`` shows), which jemalloc does not know. The readers' calls
+    (``io.trec._fast_parse``, :func:`read`) are for the library API's pool, where mimalloc's
+    falls from 358 MB to 112 MB after a 2M-row parse. Skipped where Arrow has no jemalloc.
     """
     no_blas_threads()
     import pyarrow as pa
@@ -155,7 +155,7 @@ def read(qrels: Any, run: Any, duplicates: str = "error", *, columns: Mapping[st
             raise
         read_qrels = qrels_read()
         # what the readers freed, before the evaluation (a no-op under the command's jemalloc,
-        # whose background thread returns it: see own_process)
+        # which has returned it as it was freed: see own_process)
         pa.default_memory_pool().release_unused()
     else:
         read_qrels = cio.load_qrels(qrels, **how)

@@ -148,8 +148,7 @@ def _fast_parse(src: Text, names: list[str], numeric: str) -> _Columns | None:
     if len(data) >= _RELEASE_BYTES:
         # The parser's transient blocks are garbage now; a pool that keeps freed memory for
         # reuse (Arrow's default, mimalloc) would hold them through the rest of the read. (The
-        # command's jemalloc returns them after its decay time instead: see
-        # pipeline.own_process.)
+        # command's jemalloc has returned them as they were freed: see pipeline.own_process.)
         pa.default_memory_pool().release_unused()
     return _Columns(columns, LazyRange(1, n + 1), ReadCounts(read=n, used=n))
 
