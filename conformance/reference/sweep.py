@@ -20,7 +20,7 @@ shown, on this input or on every input, unable to change what the sweep finds:
   judgments, ``qrels_strict`` (which refuses such a query) without a judged query missing from
   the run, ``identical_ids=drop`` without a document named like its query,
   ``nonpositive_scores=not_relevant`` without a score <= 0; the formula key
-  (``_Engine.formula_key``) makes further values one where the formula cannot tell them apart
+  (``sweep_keys.formula_key``) makes further values one where the formula cannot tell them apart
   (``ideal=judged_to_list`` where no list is shorter than its ideal cut, orderings that cannot
   differ, a depth no list reaches or, outside ``ideal=retrieved``, none of the top-k lists a
   measure with a cutoff reads (``_Engine.reads_depth``), a threshold the gains do not read,
@@ -74,7 +74,7 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 7. aliases orderings that cannot differ on this input: float32 is float64 when narrowing merges
    no scores; every tie rule is one when no two scores of a query are equal; and beyond those,
    orderings whose ``Ranked`` rows are equal (ties among equal labels, say) share their formula
-   results (``_Engine.content_key``: a digest of every array a formula reads, the tie rule
+   results (``sweep_keys.content_key``: a digest of every array a formula reads, the tie rule
    itself only where a formula names it; lists of more than ``DIGEST_ROWS`` rows in all keep
    their ordering instead, as a digest would cost more there than it saves);
 8. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
@@ -84,8 +84,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 Cost, measured by ``benchmarks/bench_paper.py`` (1,000 queries x 1,000 documents, CPU time,
 against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~5.5-6
 single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~15-19;
-nDCG@10 + AP + P@10 together ~25-34. The loop visits each combination of the computing axes
-once for its formula key alone; each group's block of aggregation cells is filled once (the
+nDCG@10 + AP + P@10 together ~25-34. The formula groups are found without building each
+combination: each part of the formula key is read over its own axes' values alone and
+broadcast over the others (:meth:`Sweep._formula_groups`); each group's block of aggregation cells is filled once (the
 cells of a plain result as arrays), and the means of equal-shaped results are taken as the rows
 of one array (:func:`aggregate_rows`); each ``Ranked`` keeps its cuts and discounts for every
 context that reads it (``Ranked.cut``, ``Ranked.discounts``).
@@ -113,6 +114,7 @@ from conformance.reference.evaluate import micro_mean, missing_score_zero, round
 from conformance.reference.formulas import FORMULAS, RATIO_PARTS
 from conformance.reference.prepare import Prepared
 from conformance.reference.sweep_engine import BASE, SWEPT_VALUES, _Engine
+from conformance.reference.sweep_keys import content_key, formula_key, key_parts
 
 
 class PerQueryValue(Protocol):
@@ -431,20 +433,10 @@ class Sweep:
         loop = sorted(range(len(compute)), key=lambda j: _loop_rank(axes[compute[j]]))
         # 1. each combination of the computing axes, visited in loop order: its formula group
         # (equal formula keys, equal formula results), numbered in order of first visit
-        groups: dict[tuple, int] = {}
-        first: list[tuple[tuple, Conventions]] = []  # per group: its key and first combination
-        visited: list[int] = []
-        for lidx in itertools.product(*[range(shape[compute[j]]) for j in loop]):
-            conv = m.conventions(_swept(BASE, {axes[compute[j]]: doms[compute[j]][v] for j, v in zip(loop, lidx)}))
-            fkey = (conv.identical_ids,) + self.engines[conv.identical_ids].formula_key(m, conv)
-            g = groups.get(fkey)
-            if g is None:
-                g = groups[fkey] = len(first)
-                first.append((fkey, conv))
-            visited.append(g)
+        group_of, first = self._formula_groups(m, [axes[compute[j]] for j in loop],
+                                               [doms[compute[j]] for j in loop])
         # the groups over the computing axes in ``compute`` order
-        group_of = np.array(visited, np.int64).reshape([shape[compute[j]] for j in loop]).transpose(
-            np.argsort(loop).astype(int))
+        group_of = group_of.transpose(np.argsort(loop).astype(int))
         # 2. each group's block of aggregation cells, in order of first visit (so each Ranked
         # is still used in one stretch); groups whose per-query results are equal share one
         # block when no cell of it reads more than them
@@ -466,7 +458,6 @@ class Sweep:
         later: list[tuple] = []  # (block, result, some query empty) of the blocks batched
         for g, (fkey, conv) in enumerate(first):
             eng = self.engines[conv.identical_ids]
-            formula_key = fkey[1:]
             if eng.by_evaluate(m, conv):  # see _Engine.by_evaluate
                 formulas[fkey] = _ByEvaluate(conv)
             else:
@@ -476,7 +467,7 @@ class Sweep:
                     formulas[fkey] = None
                 else:
                     # other orderings that give the same rows share the same results
-                    ckey = (conv.identical_ids,) + eng.content_key(formula_key, contexts)
+                    ckey = (conv.identical_ids,) + content_key(fkey[1:], contexts)
                     if ckey not in by_content:
                         by_content[ckey] = self._formulas(m, contexts, micro_in)
                     formulas[fkey], parts[fkey] = by_content[ckey]
@@ -555,6 +546,48 @@ class Sweep:
         for k, grid in enumerate((lo, hi, err) if hits is None else (lo, hi, err, hits)):
             np.transpose(grid, compute + agg)[...] = np.stack([b[k] for b in blocks])[at]
         return Grid(m, axes, doms, lo, hi, err, hits, len(pq))
+
+    def _formula_groups(self, m: Measure, axes: list[str], doms: list[tuple]
+                        ) -> tuple[np.ndarray, list[tuple[tuple, Conventions]]]:
+        """The formula group of every combination of ``axes`` (the computing axes, in loop
+        order): an array over their values, groups numbered in order of first visit (the
+        combinations in C order), and each group's (key, first combination). Equal keys
+        (``identical_ids`` and ``sweep_keys.formula_key``), one group.
+
+        Each part of the key (``sweep_keys.key_parts``) is read on the combinations of the axes
+        it reads alone, and broadcast over the others: a few hundred convention sets instead
+        of one per combination (13,824 for nDCG@10). Only the groups' first combinations are
+        built whole, and their keys read from ``formula_key`` itself."""
+        shape = tuple(len(d) for d in doms)
+        engines = "identical_ids" in axes  # the engine, and every part with it, reads it
+        codes = np.zeros(shape, np.int64)
+        count = 1
+        for part in key_parts(m):
+            reads = set(part.reads) | ({"identical_ids"} if engines else set())
+            own = [i for i, a in enumerate(axes) if a in reads]
+            values: dict[Any, int] = {}
+            sub = np.empty([shape[i] for i in own], np.int64)
+            for idx in itertools.product(*[range(shape[i]) for i in own]):
+                conv = m.conventions(_swept(BASE, {axes[i]: doms[i][v] for i, v in zip(own, idx)}))
+                # each engine reads its own input
+                v = (conv.identical_ids, part.value(self.engines[conv.identical_ids], m, conv))
+                sub[idx] = values.setdefault(v, len(values))
+            spread = sub.reshape([shape[i] if i in own else 1 for i in range(len(axes))])
+            # the codes so far and this part's, as one code per combination
+            _, codes = np.unique(codes * len(values) + spread, return_inverse=True)
+            codes = codes.reshape(shape)
+            count = int(codes.max()) + 1 if codes.size else 0
+        flat = codes.ravel()
+        _, at = np.unique(flat, return_index=True)  # each code's first combination
+        order = np.argsort(at, kind="stable")
+        number = np.empty(count, np.int64)
+        number[order] = np.arange(count)
+        first = []
+        for i in at[order].tolist():
+            idx = np.unravel_index(i, shape) if shape else ()
+            conv = m.conventions(_swept(BASE, {a: d[v] for a, d, v in zip(axes, doms, idx)}))
+            first.append(((conv.identical_ids,) + formula_key(self.engines[conv.identical_ids], m, conv), conv))
+        return number[flat].reshape(shape), first
 
     def _aggregate_later(self, later: list[tuple], batched: list[tuple], ashape: tuple[int, ...],
                          results: list[tuple], blocks: list[tuple], is_sum: bool, what: str) -> None:

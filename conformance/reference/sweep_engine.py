@@ -3,7 +3,7 @@ that every combination of conventions shares, and the reference's own :class:`Co
 them (``_SweepContext``), so each combination's value is the reference's arithmetic on shared
 intermediate values (see ``conformance.reference.sweep`` for what is shared and why).
 
-One idea at about 790 lines: the engine (``_Engine``) and the two views of its rows it hands
+One idea at about 770 lines: the engine (``_Engine``) and the two views of its rows it hands
 the reference's formulas (``_SweepContext`` over a ranked prefix, ``_Whole`` for what only the
 whole lists show) cannot be read apart.
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from conformance.conventions import AXES, Conventions
 from conformance.errors import EvaluationError
-from conformance.measures import FAMILIES, Measure
+from conformance.measures import Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
 from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, Ranked, gains, gains_key, ideal_dcg, rank,
@@ -48,18 +48,6 @@ def _reach(m: Measure, conv: Conventions) -> int | None:
     if "rr_cutoff" in m.record.axes and conv.rr_cutoff == "ignore":  # read and ignored
         return None
     return 2 * k if reach == "twice_cutoff" else k
-
-
-@functools.lru_cache(maxsize=None)
-def _key_axes(family: str) -> tuple[tuple[str, str], ...]:
-    """(axis, stage) of each axis a family reads that its formula key holds: the aggregate
-    stage's are selections of per-query values, and ``identical_ids`` chooses the engine."""
-    return tuple((a, AXES[a].stage) for a in FAMILIES[family].axes
-                 if AXES[a].stage != "aggregate" and a != "identical_ids")
-
-
-class _Ordering(tuple):
-    """An ordering's (tie rule, score precision, rank source) in a formula key."""
 
 
 # What a Ranked under a rule that fixes the order is made of: ``rank`` derives its other
@@ -694,38 +682,6 @@ class _Engine:
         return (conv.ties == "unspecified" or m.aggregate == "curve" or scaled
                 or m.record.reads_annotation)
 
-    def formula_key(self, m: Measure, conv: Conventions) -> tuple:
-        """Equal keys, equal formula results (values and empty queries) for ``m``: the value of
-        every axis ``m``'s family reads (``Family.axes``) outside the aggregate stage, with the
-        values that cannot differ on this input made one: orderings (``ordering``), a depth no
-        list reaches, a threshold the gains do not read, ``judged_to_list`` where no list is
-        shorter than its ideal cut."""
-        values = []
-        reading = self.gain_reading(m, conv) if m.record.kind == "graded" else None
-        ordering = None  # one for every axis of the ordering stage
-        for a, stage in _key_axes(m.family):
-            v = getattr(conv, a)
-            if stage == "ordering":
-                if ordering is None:
-                    ordering = _Ordering(self.ordering(conv, conv.ties))
-                v = ordering
-            elif a == "depth":
-                v = conv.depth if self.reads_depth(m, conv) else None
-            elif a == "threshold_scope" and reading is not None:
-                v = reading[0]
-            elif a == "relevance_threshold" and reading is not None:
-                v = reading[1]
-            elif a == "ideal" and v == "judged_to_list" and not self.lists_short(
-                    (conv.label_type, conv.negative_labels), m.cutoff, conv.depth):
-                v = "judged"
-            values.append(v)
-        if (conv.nonpositive_scores == "not_relevant" and "nonpositive_scores" in m.record.axes
-                and conv.score_precision == "float32" and self.underflows32()):
-            # the ordering above may make float32 one with float64 (it merges no scores), but
-            # a score that float32 rounds to 0 is masked as not relevant only under float32
-            values.append("float32_masks")
-        return (m, tuple(values))
-
     def nonpositive(self, precision: str) -> np.ndarray:
         """Per presorted row: its score, as ``score_precision`` reads it, is <= 0."""
         key = ("nonpositive", precision)
@@ -814,13 +770,3 @@ class _Engine:
                 made.append(_SweepContext(ranked=self.ranked(lv, order, k, rconv, binary), **fields))
             return made[0]
         return plain
-
-    @staticmethod
-    def content_key(formula_key: tuple, contexts: list[Context]) -> tuple:
-        """Equal keys, equal formula results, like :meth:`formula_key` (given), with its
-        orderings replaced by what each context's ``Ranked`` holds: orderings that place equal
-        labels differently, or that no list's ties tell apart, give equal rows, and the
-        formulas read the rule itself only where it is named in :data:`RULES_READ_BY_NAME`."""
-        m, values = formula_key
-        return (m, tuple(v for v in values if not isinstance(v, _Ordering)),
-                tuple(c.content for c in contexts))

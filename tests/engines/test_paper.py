@@ -38,6 +38,8 @@ from conformance.paper import (BASE, SWEPT_VALUES, ReportedError, Sweep, answer,
                                cover, gather, parse_reported, read_reported_per_query, reads)
 from conformance.reference import evaluate
 from conformance.reference.prepare import Prepared
+from conformance.reference.sweep import _swept
+from conformance.reference.sweep_keys import formula_key
 
 from strategies import cases
 
@@ -204,7 +206,7 @@ def check_sample(qrels, run, measures, per_measure: int, seed: int, evaluated: b
 
 def test_the_formulas_read_by_name_only_the_tie_rules_the_sweep_keeps_apart():
     """The sweep shares formula results between orderings that give equal rows
-    (``_Engine.content_key``), keeping apart only the rules in ``RULES_READ_BY_NAME``: a
+    (``sweep_keys.content_key``), keeping apart only the rules in ``RULES_READ_BY_NAME``: a
     formula, the context or the sweep's own context that tested another rule by name would
     make such orderings differ where the rows do not."""
     import re
@@ -274,6 +276,72 @@ def test_sweep_equals_evaluate_on_generated_cases(case):
 SAMPLED_MEASURES = [m for m in SWEEP_MEASURES
                     if not (dict(m.overrides).get("ties") == "unspecified" or m.aggregate == "curve"
                             or m.record.reads_annotation)]
+
+
+# A measure of each kind the parts of a formula key read differently: graded with and
+# without a cutoff (the gain reading, the ideal), binary over whole lists and at a cutoff, a
+# reach twice the cutoff, RR's own cutoff rule, a measure masking nonpositive scores
+KEY_MEASURES = parse_measures("nDCG@3,nDCG,AP,P@5,Fe@3,RR@3,R@10,Bpref,ERR@3")
+
+
+def formula_groups_one_by_one(sweep: Sweep, m: Measure, axes: list[str], doms: list[tuple]):
+    """The formula groups as their definition gives them: every combination of ``axes`` built
+    whole, in C order, its key from ``sweep_keys.formula_key``, groups numbered in order of first
+    visit."""
+    shape = tuple(len(d) for d in doms)
+    number, first, visited = {}, [], []
+    for idx in itertools.product(*[range(n) for n in shape]):
+        conv = m.conventions(_swept(BASE, {a: d[v] for a, d, v in zip(axes, doms, idx)}))
+        key = (conv.identical_ids,) + formula_key(sweep.engines[conv.identical_ids], m, conv)
+        if key not in number:
+            number[key] = len(first)
+            first.append((key, conv))
+        visited.append(number[key])
+    return np.array(visited, np.int64).reshape(shape), first
+
+
+def key_case(merges32: bool):
+    """A case on which every part of a formula key varies: q1 lists 154 documents (so the
+    depth 100 is swept); 101 of them are judged, one with a negative label, so that the depth
+    makes the list shorter than its ideal where that label counts; a fractional label, a
+    document named like its query, tied scores, a score float32 rounds to 0 (1e-300) and a
+    negative one; q4 is listed only (a query judged only would make every list set short).
+    With ``merges32``, two scores float32 makes one (1 + 2^-30 and 1): then float32 and
+    float64 order differently; without, they order alike and only the masking of 1e-300
+    under float32 tells them apart."""
+    qrels = [("q1", f"d{i}", float(i % 4)) for i in range(98)]
+    qrels += [("q1", "x", -1.0), ("q1", "y", 0.5), ("q1", "q1", 2.0)]
+    qrels += [("q2", f"e{i}", float(1 + i % 3)) for i in range(5)]
+    run = [("q1", f"d{i}", float(200 - i // 2)) for i in range(150)]
+    run += [("q1", "x", 1.0 + 2.0 ** -30 if merges32 else 3.0), ("q1", "y", 1.0),
+            ("q1", "q1", 1e-300), ("q1", "z", -2.0)]
+    run += [("q2", f"e{i}", float(i)) for i in range(5)] + [("q4", "g0", 1.0)]
+    return Qrels.from_records(qrels), Run.from_records(run)
+
+
+@pytest.mark.parametrize("merges32", [True, False])
+def test_formula_groups_read_part_by_part_equal_the_keys_of_every_combination(merges32):
+    """The sweep reads each part of a formula key on the values of the axes that part declares
+    it reads, and broadcasts it over the others (``Sweep._formula_groups``): a part that read
+    an undeclared axis would join combinations whose keys differ. The groups must be those of
+    every combination's own key, numbered alike."""
+    sweep = Sweep(Prepared(*key_case(merges32)), [])
+    assert {"depth", "identical_ids", "nonpositive_scores", "score_precision",
+            "negative_labels", "label_type"} <= {a for a, d in sweep.domains.items() if len(d) > 1}
+    assert sweep.engine.merges32 == merges32 and sweep.engine.underflows32()
+    # every axis varies, but only over values that each part reads differently (the other
+    # tie rules are orderings like these; the other discounts, values the key holds as read)
+    fewer = {"ties": ("docid_desc", "average", "group_last"), "discount": ("log2", "jarvelin")}
+    compared = 0
+    for m in KEY_MEASURES:
+        axes = [a for a in sweep.axes_of(m) if AXES[a].stage != "aggregate"]
+        doms = [fewer.get(a, sweep.domains[a]) for a in axes]
+        got, got_first = sweep._formula_groups(m, axes, doms)
+        want, want_first = formula_groups_one_by_one(sweep, m, axes, doms)
+        assert np.array_equal(got, want), m.text
+        assert [k for k, _ in got_first] == [k for k, _ in want_first], m.text
+        compared += got.size
+    assert compared > len(KEY_MEASURES)
 
 
 def test_a_score_float32_rounds_to_zero_is_masked_in_every_cell_that_reads_it_as_float32():
