@@ -593,10 +593,10 @@ class Sweep:
                          results: list[tuple], blocks: list[tuple], is_sum: bool, what: str) -> None:
         """Fill the ``batched`` cells (index, empty rule, query set, mean, rounding) of the
         blocks left for later (``later``: block, result, some query empty): each (result,
-        empty rule, query set, mean) aggregated once, the results with the same empty queries
-        under one (rule, query set, mean) as the rows of one array (:func:`aggregate_rows`,
-        at most ``BATCH_VALUES`` values at a time), then rounded per cell. Without an empty
-        query every rule gives the same aggregate: the rule is then None."""
+        empty rule, query set, mean) aggregated once: the results with the same empty queries
+        stacked as the rows of one array (at most ``BATCH_VALUES`` values at a time), which
+        :func:`aggregate_rows` reads under each (rule, query set, mean); then rounded per cell.
+        Without an empty query every rule gives the same aggregate: the rule is then None."""
         if not later or not batched:
             return
         combos = list(dict.fromkeys((rule, qset, mean) for _, rule, qset, mean, _ in batched))
@@ -604,28 +604,29 @@ class Sweep:
                 for _, rule, qset, mean, rnd in batched]
         flat = np.ravel_multi_index(tuple(np.array([c[0] for c in batched], np.int64).T), ashape) \
             if ashape else np.zeros(len(batched), np.int64)
-        batches: dict[tuple, dict[int, None]] = {}
-        empties: dict[bytes, int] = {}
+        # the results by their empty queries (with whether some query is empty), in order
+        by_empty: dict[bytes, tuple[dict[int, None], bool]] = {}
         for _, rkey, some_empty in later:
-            e = empties.setdefault(results[rkey][2].tobytes(), len(empties))
-            for rule, qset, mean in combos:
-                batches.setdefault((e, rule if some_empty else None, qset, mean), {})[rkey] = None
+            by_empty.setdefault(results[rkey][2].tobytes(), ({}, some_empty))[0][rkey] = None
         means: dict[tuple, float | None] = {}
-        for (_, rule, qset, mean), rows in batches.items():
+        for rows, some_empty in by_empty.values():
             rows = list(rows)
             empty = results[rows[0]][2]
-            select, _ = self.engine.selection(qset)
+            # no empty query: every rule gives the same aggregate (rule None)
+            reads = dict.fromkeys((rule if some_empty else None, qset, mean) for rule, qset, mean in combos)
             step = max(1, BATCH_VALUES // max(1, empty.size))
             for i in range(0, len(rows), step):
                 part = rows[i:i + step]
-                try:
-                    # no empty query (rule None): every rule gives the same aggregate
-                    got = aggregate_rows(np.stack([results[r][0] for r in part]), empty, rule or "zero",
-                                         select, is_sum, self.sets_differ, qset, what, mean)[0].tolist()
-                except EvaluationError:
-                    got = [None] * len(part)
-                for r, a in zip(part, got):
-                    means[r, rule, qset, mean] = a
+                stacked = np.stack([results[r][0] for r in part])  # read, never written, by each
+                for rule, qset, mean in reads:
+                    select, _ = self.engine.selection(qset)
+                    try:
+                        got = aggregate_rows(stacked, empty, rule or "zero", select, is_sum,
+                                             self.sets_differ, qset, what, mean)[0].tolist()
+                    except EvaluationError:
+                        got = [None] * len(part)
+                    for r, a in zip(part, got):
+                        means[r, rule, qset, mean] = a
         for b, rkey, some_empty in later:
             found = [means[rkey, rule if some_empty else None, qset, mean] for rule, qset, mean in combos]
             # as Evaluation.aggregate: rounded last (None: refused)
