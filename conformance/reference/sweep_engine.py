@@ -119,11 +119,14 @@ class _Whole:
 
     def __init__(self, labels: np.ndarray, q: np.ndarray, nq: int, k_top: int | None,
                  grouped: Callable[[Conventions], Ranked] | None = None,
-                 shared: dict | None = None) -> None:
+                 shared: dict | None = None, common: tuple[_Whole, np.ndarray] | None = None) -> None:
         self.nq = nq
         self._labels, self._q = labels, q
         self._grouped = grouped
         self._k_top = k_top
+        # (the rows of the lists every ordering's cut holds alike, as a _Whole; per query: its
+        # cut is this ordering's own): their top rows are taken once (``_top``)
+        self._common = common
         self._R: dict[int, np.ndarray] = {}
         self._idcg: dict[tuple, np.ndarray] = {}
         # the ideal DCGs of every _Whole of the engine, by a digest of the rows they read
@@ -139,22 +142,39 @@ class _Whole:
         same rows. The ideal DCG at k <= k_top reads the k largest gains of each list: they
         are among these rows where the gain is non-decreasing in that order (``idcg``)."""
         if unjudged_lowest not in self._tops:
-            labels, q = self._labels, self._q
-            if self._k_top is not None and labels.size:
-                nan = np.isnan(labels)
-                rows = _top_candidates(nan, q, self._k_top)
-                labels, q, nan = labels[rows], q[rows], nan[rows]
-                value = np.where(nan, -np.inf if unjudged_lowest else 0.0, labels)
-                order = np.lexsort((nan, -value, q))
-                qs = q[order]
-                start, _ = segments(qs, self.nq)
-                keep = order[np.arange(qs.size) - start[qs] < self._k_top]
-                labels, q = labels[keep], q[keep]
+            if self._common is not None and self._k_top is not None:
+                # the lists every ordering cuts alike from their common rows, the others from
+                # this cut's own, each list's rows in the order a sort of all would give
+                common, own = self._common
+                c_labels, c_q, _ = common._top(unjudged_lowest)
+                mine = own[self._q]
+                o_labels, o_q = self._top_rows(self._labels[mine], self._q[mine], unjudged_lowest)
+                q = np.concatenate([c_q, o_q])
+                at = np.argsort(q, kind="stable")
+                labels, q = np.concatenate([c_labels, o_labels])[at], q[at]
+            else:
+                labels, q = self._top_rows(self._labels, self._q, unjudged_lowest)
             h = hashlib.blake2b(digest_size=16)
             for a in (labels, q):
                 _feed(h, a)
             self._tops[unjudged_lowest] = (labels, q, h.digest())
         return self._tops[unjudged_lowest]
+
+    def _top_rows(self, labels: np.ndarray, q: np.ndarray,
+                  unjudged_lowest: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``_top``'s rows of ``labels``/``q`` (rows grouped by query): all of them without
+        ``k_top``."""
+        if self._k_top is not None and labels.size:
+            nan = np.isnan(labels)
+            rows = _top_candidates(nan, q, self._k_top)
+            labels, q, nan = labels[rows], q[rows], nan[rows]
+            value = np.where(nan, -np.inf if unjudged_lowest else 0.0, labels)
+            order = np.lexsort((nan, -value, q))
+            qs = q[order]
+            start, _ = segments(qs, self.nq)
+            keep = order[np.arange(qs.size) - start[qs] < self._k_top]
+            labels, q = labels[keep], q[keep]
+        return labels, q
 
     def R(self, threshold: int) -> np.ndarray:
         if threshold not in self._R:
@@ -331,6 +351,8 @@ class _Engine:
         self._content: dict[tuple, Any] = {}
         self._whole: dict[tuple, _Whole] = {}
         self._whole_idcg: dict = {}  # (digest of rows, gains, discount, k) -> ideal DCG
+        # (labels as read, depth) -> the rows every ordering's cut holds alike (_Whole._top)
+        self._cut_alike: dict[tuple, _Whole] = {}
         self._arrays: dict[tuple, tuple] = {}
         self._deeper: dict[tuple, bool] = {}
         self.shared_idcg: dict = {}
@@ -598,9 +620,19 @@ class _Engine:
                                          threshold_scope=conv.threshold_scope,
                                          relevance_threshold=conv.relevance_threshold), "average")
 
+            common = None
+            if self.k_top is not None:
+                # a list whose cut at depth falls between two float32 scores holds the same rows
+                # under every ordering: their top rows are taken once, for every ordering
+                inside = self._cut_inside_group(depth)
+                if (lv, depth) not in self._cut_alike:
+                    alike = ~inside[q[cut]]
+                    self._cut_alike[lv, depth] = _Whole(labels[cut][alike], q[cut][alike], self.nq,
+                                                        self.k_top)
+                common = (self._cut_alike[lv, depth], inside)
             self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
                                       None if sub is None else grouped,
-                                      shared=self._whole_idcg)
+                                      shared=self._whole_idcg, common=common)
         return self._whole[key]
 
     @staticmethod

@@ -1057,21 +1057,31 @@ def test_the_sweep_tries_every_query_set_and_threshold_that_can_change_the_mean(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from([None, -1.0, 0.0, 0.5, 1.0, 2.0, 3.0])),
                 min_size=1, max_size=60),
-       st.integers(1, 5), st.booleans())
-def test_the_whole_lists_top_rows_are_those_of_a_sort_of_every_row(rows, k, unjudged_lowest):
+       st.integers(1, 5), st.booleans(), st.sets(st.integers(0, 4)), st.randoms(use_true_random=False))
+def test_the_whole_lists_top_rows_are_those_of_a_sort_of_every_row(rows, k, unjudged_lowest, own, rnd):
     """``_Whole._top`` sorts only the judged rows and each list's first k unjudged ones: the
     rows it keeps equal those of the one sort of every row it stands for (by query, label
-    descending, judged before unjudged, then row order), on lists grouped by query."""
+    descending, judged before unjudged, then row order), on lists grouped by query. The same
+    when the lists outside ``own`` come from another ordering's cut of the same rows (their
+    rows shuffled within each list), whose top rows the cut shares (``common``)."""
     from conformance.reference.sweep_engine import _Whole
 
     rows = sorted(rows, key=lambda r: r[0])  # a Ranked's rows are grouped by query
     q = np.array([r[0] for r in rows], np.int64)
     labels = np.array([np.nan if r[1] is None else r[1] for r in rows])
-    got_labels, got_q, _ = _Whole(labels, q, 5, k)._top(unjudged_lowest)
     floor = -np.inf if unjudged_lowest else 0.0
     every = sorted(range(len(rows)), key=lambda i: (q[i], -(floor if np.isnan(labels[i]) else labels[i]),
                                                      bool(np.isnan(labels[i])), i))
     kept = [i for n, i in enumerate(every) if sum(q[j] == q[i] for j in every[:n]) < k]
+    got_labels, got_q, _ = _Whole(labels, q, 5, k)._top(unjudged_lowest)
+    np.testing.assert_array_equal(got_q, q[kept])
+    np.testing.assert_array_equal(got_labels, labels[kept])
+    mine = np.isin(np.arange(5), sorted(own))
+    other = [i for i in range(len(rows)) if not mine[q[i]]]
+    rnd.shuffle(other)
+    other.sort(key=lambda i: q[i])  # another order within each list, lists still grouped
+    common = _Whole(labels[other], q[other], 5, k)
+    got_labels, got_q, _ = _Whole(labels, q, 5, k, common=(common, mine))._top(unjudged_lowest)
     np.testing.assert_array_equal(got_q, q[kept])
     np.testing.assert_array_equal(got_labels, labels[kept])
 
