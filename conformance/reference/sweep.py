@@ -86,10 +86,10 @@ against one evaluation of the first measure): the nDCG@10 sweep (248,832 combina
 single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~15-19;
 nDCG@10 + AP + P@10 together ~25-34. The formula groups are found without building each
 combination: each part of the formula key is read over its own axes' values alone and
-broadcast over the others (:meth:`Sweep._formula_groups`); each group's block of aggregation cells is filled once (the
-cells of a plain result as arrays), and the means of equal-shaped results are taken as the rows
-of one array (:func:`aggregate_rows`); each ``Ranked`` keeps its cuts and discounts for every
-context that reads it (``Ranked.cut``, ``Ranked.discounts``).
+broadcast over the others (:meth:`Sweep._formula_groups`); each group's block of aggregation
+cells is filled once (the cells of a plain result as arrays), and the means of equal-shaped
+results are taken as the rows of one array (:func:`aggregate_rows`); each ``Ranked`` keeps its
+cuts and discounts for every context that reads it (``Ranked.cut``, ``Ranked.discounts``).
 
 The measures' own arithmetic is always the reference's (``FORMULAS`` over ``rank`` output), so
 every combination's value equals ``evaluate()`` with that combination; the tests check a sample
@@ -586,7 +586,8 @@ class Sweep:
         for i in at[order].tolist():
             idx = np.unravel_index(i, shape) if shape else ()
             conv = m.conventions(_swept(BASE, {a: d[v] for a, d, v in zip(axes, doms, idx)}))
-            first.append(((conv.identical_ids,) + formula_key(self.engines[conv.identical_ids], m, conv), conv))
+            key = formula_key(self.engines[conv.identical_ids], m, conv)
+            first.append(((conv.identical_ids,) + key, conv))
         return number[flat].reshape(shape), first
 
     def _aggregate_later(self, later: list[tuple], batched: list[tuple], ashape: tuple[int, ...],

@@ -11,7 +11,6 @@ whole lists show) cannot be read apart.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import weakref
 from collections import OrderedDict
@@ -114,7 +113,9 @@ class _Whole:
 
     ``labels``/``q``: every row of the cut lists (labels transformed, NaN unjudged). ``grouped``:
     conventions -> the reference's ``Ranked`` of the cut lists under ``ties=average`` (None when
-    no cut can split a group: no depth cut, or another tie rule).
+    no cut can split a group: no depth cut, or another tie rule). ``common``: (a ``_Whole`` of
+    the rows that every ordering's cut holds alike, the queries whose cut is this ordering's
+    own), so that the top rows of the lists cut alike are taken once (``_top``).
     """
 
     def __init__(self, labels: np.ndarray, q: np.ndarray, nq: int, k_top: int | None,
@@ -124,8 +125,6 @@ class _Whole:
         self._labels, self._q = labels, q
         self._grouped = grouped
         self._k_top = k_top
-        # (the rows of the lists every ordering's cut holds alike, as a _Whole; per query: its
-        # cut is this ordering's own): their top rows are taken once (``_top``)
         self._common = common
         self._R: dict[int, np.ndarray] = {}
         self._idcg: dict[tuple, np.ndarray] = {}
