@@ -116,13 +116,18 @@ class _Whole:
     no cut can split a group: no depth cut, or another tie rule). ``common``: (a ``_Whole`` of
     the rows that every ordering's cut holds alike, the queries whose cut is this ordering's
     own), so that the top rows of the lists cut alike are taken once (``_top``).
+    ``in_rank_order``: () -> ``labels``/``q`` in rank order, where they are given in another
+    (what ``universe`` returns is summed in its order, as ``evaluate`` sums it; everything else
+    read here is the same in any order of each list's rows).
     """
 
     def __init__(self, labels: np.ndarray, q: np.ndarray, nq: int, k_top: int | None,
                  grouped: Callable[[Conventions], Ranked] | None = None,
-                 shared: dict | None = None, common: tuple[_Whole, np.ndarray] | None = None) -> None:
+                 shared: dict | None = None, common: tuple[_Whole, np.ndarray] | None = None,
+                 in_rank_order: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.nq = nq
         self._labels, self._q = labels, q
+        self._in_rank_order = in_rank_order
         self._grouped = grouped
         self._k_top = k_top
         self._common = common
@@ -208,6 +213,9 @@ class _Whole:
     def universe(self) -> tuple[np.ndarray, np.ndarray]:
         """(labels, query) of the judged rows of the whole lists (``Context.universe_labels``
         under ``ideal=retrieved``)."""
+        if self._in_rank_order is not None:  # as evaluate reads them, in rank order
+            self._labels, self._q = self._in_rank_order()
+            self._in_rank_order = None
         known = ~np.isnan(self._labels)
         return self._labels[known], self._q[known]
 
@@ -592,25 +600,34 @@ class _Engine:
         if key not in self._whole:
             tie_rule, precision, _ = order
             q, primary, doc, order_in_run, labels = self._rank_args(depth, precision, lv)
-            # rows in rank order: the row numbers ride through rank() as linear gains
-            index = np.arange(q.size, dtype=np.float64)
-            self.rank_calls += 1
-            cut = rank(q, primary, doc, order_in_run, index, self.nq, BASE.replace(depth=depth),
-                       tie_rule, tie_labels=labels).gain.astype(np.int64)
+            # A list whose rows at depth and depth + 1 (presorted) have two float32 scores is
+            # cut alike by every ordering: its prefix rows are its cut. Only the others (the
+            # lists whose cut may fall inside a tied group: float64 ties are float32 ties, and
+            # the presort is by float32 score) are ranked, here and for the grouped ranking.
+            inside = self._cut_inside_group(depth)
+            own = np.flatnonzero(inside[q])
+            alike = np.flatnonzero(~inside[q])
+
+            # the engine holds the _Whole that holds these functions: they hold the engine
+            # weakly, as a cycle would keep every array of the engine alive until the cyclic
+            # garbage collector ran
+            engine, nq = weakref.ref(self), self.nq
+
+            def cut(rows: np.ndarray) -> np.ndarray:
+                """The rows of ``rows`` the depth cuts, in rank order (their numbers ride
+                through rank() as linear gains)."""
+                engine().rank_calls += 1
+                return rank(q[rows], primary[rows], doc[rows], order_in_run[rows],
+                            rows.astype(np.float64), nq, BASE.replace(depth=depth), tie_rule,
+                            tie_labels=labels[rows]).gain.astype(np.int64)
+
+            def in_rank_order() -> tuple[np.ndarray, np.ndarray]:
+                rows = cut(np.arange(q.size))
+                return labels[rows], q[rows]
 
             # The grouped ranking answers one question: does the cut at depth split a tied
-            # group (of mixed relevance, of unequal gains)? Only a list whose rows at depth and
-            # depth + 1 share a float32 score can have such a group (float64 ties are float32
-            # ties, and the presort is by float32 score), so only those lists are ranked.
-            sub = None
-            if tie_rule == "average":
-                split = self._cut_inside_group(depth)[q]
-                sub = np.flatnonzero(split) if split.any() else None
-
-            # the engine holds the _Whole that holds this function: it holds the engine weakly,
-            # as a cycle would keep every array of the engine alive until the cyclic garbage
-            # collector ran
-            engine, nq = weakref.ref(self), self.nq
+            # group (of mixed relevance, of unequal gains)? Only the lists cut their own way can.
+            sub = own if tie_rule == "average" and own.size else None
 
             def grouped(conv: Conventions) -> Ranked:
                 engine().rank_calls += 1
@@ -619,19 +636,17 @@ class _Engine:
                                          threshold_scope=conv.threshold_scope,
                                          relevance_threshold=conv.relevance_threshold), "average")
 
+            rows = np.concatenate([alike, cut(own)]) if own.size else alike
+            rows = rows[np.argsort(q[rows], kind="stable")]  # grouped by query
             common = None
             if self.k_top is not None:
-                # a list whose cut at depth falls between two float32 scores holds the same rows
-                # under every ordering: their top rows are taken once, for every ordering
-                inside = self._cut_inside_group(depth)
                 if (lv, depth) not in self._cut_alike:
-                    alike = ~inside[q[cut]]
-                    self._cut_alike[lv, depth] = _Whole(labels[cut][alike], q[cut][alike], self.nq,
-                                                        self.k_top)
+                    self._cut_alike[lv, depth] = _Whole(labels[alike], q[alike], self.nq, self.k_top)
                 common = (self._cut_alike[lv, depth], inside)
-            self._whole[key] = _Whole(labels[cut], q[cut], self.nq, self.k_top,
+            self._whole[key] = _Whole(labels[rows], q[rows], self.nq, self.k_top,
                                       None if sub is None else grouped,
-                                      shared=self._whole_idcg, common=common)
+                                      shared=self._whole_idcg, common=common,
+                                      in_rank_order=in_rank_order)
         return self._whole[key]
 
     @staticmethod
