@@ -561,10 +561,9 @@ class Sweep:
         shape = tuple(len(d) for d in doms)
         engines = "identical_ids" in axes  # the engine, and every part with it, reads it
         codes = np.zeros(shape, np.int64)
-        count = 1
         for part in key_parts(m):
-            reads = set(part.reads) | ({"identical_ids"} if engines else set())
-            own = [i for i, a in enumerate(axes) if a in reads]
+            read = set(part.reads) | ({"identical_ids"} if engines else set())
+            own = [i for i, a in enumerate(axes) if a in read]
             values: dict[Any, int] = {}
             sub = np.empty([shape[i] for i in own], np.int64)
             for idx in itertools.product(*[range(shape[i]) for i in own]):
@@ -576,12 +575,11 @@ class Sweep:
             # the codes so far and this part's, as one code per combination
             _, codes = np.unique(codes * len(values) + spread, return_inverse=True)
             codes = codes.reshape(shape)
-            count = int(codes.max()) + 1 if codes.size else 0
         flat = codes.ravel()
         _, at = np.unique(flat, return_index=True)  # each code's first combination
         order = np.argsort(at, kind="stable")
-        number = np.empty(count, np.int64)
-        number[order] = np.arange(count)
+        number = np.empty(at.size, np.int64)
+        number[order] = np.arange(at.size)
         first = []
         for i in at[order].tolist():
             idx = np.unravel_index(i, shape) if shape else ()
@@ -614,12 +612,12 @@ class Sweep:
             rows = list(rows)
             empty = results[rows[0]][2]
             # no empty query: every rule gives the same aggregate (rule None)
-            reads = dict.fromkeys((rule if some_empty else None, qset, mean) for rule, qset, mean in combos)
+            taken = dict.fromkeys((rule if some_empty else None, qset, mean) for rule, qset, mean in combos)
             step = max(1, BATCH_VALUES // max(1, empty.size))
             for i in range(0, len(rows), step):
                 part = rows[i:i + step]
                 stacked = np.stack([results[r][0] for r in part])  # read, never written, by each
-                for rule, qset, mean in reads:
+                for rule, qset, mean in taken:
                     select, _ = self.engine.selection(qset)
                     try:
                         got = aggregate_rows(stacked, empty, rule or "zero", select, is_sum,
