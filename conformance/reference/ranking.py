@@ -436,17 +436,22 @@ def sort_order(q: np.ndarray, primary: np.ndarray, ties: list, n_queries: int,
     if (ties or not exact) and order.size > 1:
         sorted_comp = comp[order]
         same = sorted_comp[1:] == sorted_comp[:-1]
-        if tied_pairs is not None:  # the tie check's pairs, from the comparison made here
-            tied_pairs[-1] = (np.flatnonzero(same), exact)
         if same.any():
             tied = np.zeros(order.size, bool)
             tied[1:] = same
             tied[:-1] |= same
             at = np.flatnonzero(tied)
+            group = sorted_comp[at]
+            if tied_pairs is not None:
+                # the tie check's pairs, from the comparison made here: two tied rows next
+                # to each other in ``at`` with equal keys are next to each other in the order
+                # (every row between them has their key), so the pairs are found among the
+                # tied rows alone (a few percent of the run), not among every row again
+                tied_pairs[-1] = (at[:-1][np.flatnonzero(group[1:] == group[:-1])], exact)
             rows = order[at]
             keys = tie_keys(rows) + ([] if exact else [primary[rows]])
             # each run of equal keys keeps its slots: the rows are already in key order
-            order[at] = rows[_sort_within_groups(keys, sorted_comp[at])]
+            order[at] = rows[_sort_within_groups(keys, group)]
     return order
 
 
@@ -641,7 +646,7 @@ def rank(
         extra["first"] = first
     found = None
     if tie_groups:  # before lab_s becomes the gains and order p_first
-        found = tiecheck.find(order, start, primary, pos, lab_s, extra.get("pooled"), tied_pairs[0],
+        found = tiecheck.find(order, start, n, primary, pos, lab_s, extra.get("pooled"), tied_pairs[0],
                               conv.relevance_threshold)
     if kept_order is not None:
         extra["order"] = kept_order
@@ -658,7 +663,7 @@ def rank(
         c_row[listed[1:]] -= np.add.reduceat(rel, listed)[:-1]
         np.cumsum(c_row, out=c_row)
     if found is not None:  # gains shifted per query are not compared
-        found.finish(c_row, gain if gain_shift is None else None)
+        found.finish(c_row, None if gain_shift is not None else lambda labels: gains(labels, conv))
     if tie_rule in ("group_last", "group_first"):
         pieces = _shared_rank_pieces(q[order], primary[order], pos, gain, rel, c_row,
                                      last=tie_rule == "group_last")

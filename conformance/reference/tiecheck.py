@@ -7,8 +7,9 @@ first rank), :func:`changed`
 gives, per query, whether the value differs between
 the two orders ``ties=unspecified`` takes as its ends (``evaluate.END_RULES``): exactly the
 queries whose ``[lo, hi]`` range is not one value. It reads only what :func:`rank` already
-holds (the sorted order, the scores, the ranks, the relevance and gain of each row) and looks
-at tied groups alone; no second ranking, no copy of the run.
+holds (the sorted order, the per-query starts, the label and the relevant count above each
+row, and its gain function, which it applies to the labels of tied rows alone) and looks at
+tied groups alone; no second ranking, no copy of the run.
 
 Why it is exact. The two end orders sort each tie group (equal query and sort key) by what
 the family's value rises with, then by document id; rows outside tie groups keep their rank.
@@ -37,6 +38,7 @@ no change; otherwise :func:`changed` returns None and the caller evaluates under
 
 from __future__ import annotations
 
+from typing import Callable
 
 import numpy as np
 
@@ -45,22 +47,25 @@ class TieGroups:
     """The tie groups of two rows or more of one ranking, before any depth cut, from the
     pairs of adjacent tied rows.
 
-    A ranking only gathers what each pair reads of its two rows (``pair``, arrays of one
-    length): ``row``, the pair's first sorted row (increasing); ``query``; ``first``, that
-    row's 1-based rank; ``a`` and ``b``, the two labels; ``pooled_a`` and ``pooled_b``, the two
-    pool states (where there is a pool); then, once the ranking is done (:meth:`finish`),
-    ``before``, the relevant rows of the query above the pair, and ``gain_a`` and ``gain_b``
-    (where gains are compared). The groups, and what a measure asks of them (relevant counts,
-    unequal gains), are made from those when first asked, once. The tie groups of rankings of
-    disjoint queries (the evaluation's pieces) are taken as one by :meth:`joined` before
-    anything is asked: a piece holds a few thousand pairs, and each numpy call costs
-    microseconds whatever its size, so nothing is computed once a piece that can be computed
-    once for all of them.
+    A ranking only gathers what each pair reads of its own per-row arrays (``pair``, arrays of
+    one length): ``row``, the pair's first sorted row (increasing); ``a`` and ``b``, the two
+    labels; ``pooled_a`` and ``pooled_b``, the two pool states (where there is a pool); then,
+    once the ranking is done (:meth:`finish`), ``before``, the relevant rows of the query above
+    the pair. With them it keeps the queries that have rows and where each starts
+    (``listed``, ``listed_start``) and its gain function (``gain_of``). Everything else (each
+    group's query and first rank, whether its gains differ) is computed from those when first
+    asked, once. The tie groups of rankings of disjoint queries (the evaluation's pieces) are
+    taken as one by :meth:`joined` before anything is asked: the pieces are ranked in two
+    threads, where each numpy call also waits its turn for the interpreter, so a piece does
+    only what needs its own per-row arrays, and the rest is done once for all of them.
     """
 
-    def __init__(self, n_queries: int, rows: int, threshold: float, pair: dict[str, np.ndarray]) -> None:
+    def __init__(self, n_queries: int, rows: int, threshold: float, pair: dict[str, np.ndarray],
+                 listed: np.ndarray, listed_start: np.ndarray) -> None:
         # rows: the ranking's; relevant: a label of at least ``threshold`` (NaN never is)
         self.n_queries, self._rows, self._threshold, self._pair = n_queries, rows, threshold, pair
+        self._listed, self._listed_start = listed, listed_start
+        self._gain_of: Callable[[np.ndarray], np.ndarray] | None = None
         self._cache: dict[str, np.ndarray | None] = {}
 
     @classmethod
@@ -76,20 +81,24 @@ class TieGroups:
         pair = {name: np.concatenate([p._pair[name] + r if name == "row" else p._pair[name]
                                       for p, r in zip(parts, offset)])
                 for name in parts[0]._pair}
-        return cls(parts[0].n_queries, int(offset[-1]), parts[0]._threshold, pair)
+        out = cls(parts[0].n_queries, int(offset[-1]), parts[0]._threshold, pair,
+                  np.concatenate([p._listed for p in parts]),
+                  np.concatenate([p._listed_start + r for p, r in zip(parts, offset)]))
+        out._gain_of = parts[0]._gain_of
+        return out
 
-    def finish(self, relevant_before: np.ndarray, gain: np.ndarray | None) -> None:
+    def finish(self, relevant_before: np.ndarray, gain_of: Callable[[np.ndarray], np.ndarray] | None) -> None:
         """What the ranking computes after the order: the relevant rows above each pair (from
-        its per-row count) and the pair's two gains (``gain`` per sorted row; None: gains are
-        not compared)."""
-        row = self._pair["row"]
-        self._pair["before"] = relevant_before[row]
-        if gain is not None:
-            self._pair["gain_a"], self._pair["gain_b"] = gain[row], gain[row + 1]
+        its per-row count), and its gain function (``gain_of``: labels -> their gains, the
+        ranking's own; None: gains are not compared). A gain is a function of the label
+        alone, so a pair's gains are those of its two labels: compared when first asked, on
+        the labels, not read from the per-row gains."""
+        self._pair["before"] = relevant_before[self._pair["row"]]
+        self._gain_of = gain_of
 
     @property
     def gains_compared(self) -> bool:
-        return "gain_a" in self._pair
+        return self._gain_of is not None
 
     def _once(self, name: str, make):
         if name not in self._cache:
@@ -113,10 +122,24 @@ class TieGroups:
         """Per group: ``name`` of its first pair."""
         return self._once(name, lambda: self._pair[name][self._opens()])
 
+    def _placed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per group: (its query, its query's first row). A group's query is the last of the
+        queries with rows whose first row is at or before the group's: the groups are in row
+        order, so each such start is placed among the groups' first rows (one search per
+        query, not one per group) and its query repeated over the groups up to the next's."""
+        def make():
+            rows = self._of_groups("row")
+            placed = np.searchsorted(rows, self._listed_start, side="left")  # the first: 0
+            counts = np.empty(placed.size, np.int64)
+            counts[:-1] = placed[1:] - placed[:-1]
+            counts[-1:] = rows.size - placed[-1:]
+            return np.repeat(self._listed, counts), np.repeat(self._listed_start, counts)
+        return self._once("placed", make)
+
     @property
     def first(self) -> np.ndarray:
         """Per group: the 1-based rank of its first row."""
-        return self._of_groups("first")
+        return self._once("first", lambda: self._of_groups("row") - self._placed()[1] + 1)
 
     @property
     def before(self) -> np.ndarray:
@@ -125,7 +148,7 @@ class TieGroups:
 
     def queries(self) -> np.ndarray:
         """Per group: its query."""
-        return self._of_groups("query")
+        return self._placed()[0]
 
     @property
     def size(self) -> np.ndarray:
@@ -158,30 +181,44 @@ class TieGroups:
         """Per group: it holds relevant and non-relevant rows."""
         return self._once("mixed", lambda: (self.rel() > 0) & (self.rel() < self.size))
 
-    def label_varied(self) -> np.ndarray:
-        """Per group: unequal labels (NaN a value of its own) or pool states."""
+    def _labels_differ(self) -> np.ndarray:
+        """Per pair: its two labels differ (NaN a value of its own)."""
         def make():
             a, b = self._pair["a"], self._pair["b"]
-            differ = (a != b) & ~(np.isnan(a) & np.isnan(b))
+            return (a != b) & ~(np.isnan(a) & np.isnan(b))
+        return self._once("labels_differ", make)
+
+    def label_varied(self) -> np.ndarray:
+        """Per group: unequal labels or pool states."""
+        def make():
+            differ = self._labels_differ()
             if "pooled_a" in self._pair:
-                differ |= self._pair["pooled_a"] != self._pair["pooled_b"]
+                differ = differ | (self._pair["pooled_a"] != self._pair["pooled_b"])
             return self._any(differ)
         return self._once("label_varied", make)
 
     def gain_varied(self) -> np.ndarray | None:
-        """Per group: unequal gains; None when gains are not compared."""
+        """Per group: unequal gains; None when gains are not compared. Equal labels have
+        equal gains, so only the pairs of unequal labels are compared."""
         if not self.gains_compared:
             return None
-        return self._once("gain_varied", lambda: self._any(self._pair["gain_a"] != self._pair["gain_b"]))
+
+        def make():
+            at = np.flatnonzero(self._labels_differ())
+            differ = self._gain_of(self._pair["a"][at]) != self._gain_of(self._pair["b"][at])
+            out = np.zeros(self.first.size, bool)
+            out[self._group()[at[differ]]] = True
+            return out
+        return self._once("gain_varied", make)
 
 
-def find(order: np.ndarray, start: np.ndarray, primary: np.ndarray, pos: np.ndarray,
+def find(order: np.ndarray, start: np.ndarray, n: np.ndarray, primary: np.ndarray, pos: np.ndarray,
          labels: np.ndarray, pooled: np.ndarray | None, candidates: tuple | None,
          threshold: float) -> TieGroups:
     """The tie groups of the ranking ``order`` (rows sorted by query, then ``primary``):
-    ``start`` per query its first sorted row; ``pos``, ``labels`` and ``pooled`` per sorted
-    row; relevant: a label of at least ``threshold``. :meth:`TieGroups.finish` adds what the
-    ranking computes later.
+    ``start`` and ``n`` per query its first sorted row and its rows; ``pos``, ``labels`` and
+    ``pooled`` per sorted row; relevant: a label of at least ``threshold``.
+    :meth:`TieGroups.finish` adds what the ranking computes later.
 
     ``candidates``: (the sorted positions i that may tie with i + 1, whether they are exactly
     the tied pairs): ``ranking.sort_order``'s, from the comparison of packed keys it makes
@@ -205,17 +242,11 @@ def find(order: np.ndarray, start: np.ndarray, primary: np.ndarray, pos: np.ndar
         same &= pos[1:] != 1  # never across queries
         pairs = np.flatnonzero(same)
         del same
-    after = pairs + 1
-    # A pair's query is the last whose first row is at or before it (a query without rows
-    # starts where the next one does, before it), and its rank its distance from that row:
-    # both read from the per-query starts rather than from per-row arrays, whose reads at
-    # pairs spread over every row are cache misses
-    query = np.searchsorted(start, pairs, side="right") - 1
-    pair = {"row": pairs, "query": query, "first": after - start[query], "a": labels[pairs],
-            "b": labels[after]}
+    pair = {"row": pairs, "a": labels[pairs], "b": labels[pairs + 1]}
     if pooled is not None:
-        pair["pooled_a"], pair["pooled_b"] = pooled[pairs], pooled[after]
-    return TieGroups(start.size, order.size, threshold, pair)
+        pair["pooled_a"], pair["pooled_b"] = pooled[pairs], pooled[pairs + 1]
+    listed = np.flatnonzero(n)
+    return TieGroups(start.size, order.size, threshold, pair, listed, start[listed])
 
 
 def _rules_apply(m, conv, shifted: bool) -> bool:
