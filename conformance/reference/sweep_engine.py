@@ -24,8 +24,9 @@ from conformance.errors import EvaluationError
 from conformance.measures import Measure
 from conformance.reference.context import Context, JudgedIdeal
 from conformance.reference.prepare import Prepared, transform_labels
-from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, Ranked, gains, gains_key, ideal_dcg, rank,
-                                           tie_keys_read, tie_order)
+from conformance.reference.ranking import (EXPONENTIAL_HEADROOM, Ranked, gains, gains_key, ideal_dcg,
+                                           ideal_dcg_at, ideal_sorted, rank, sorted_terms, tie_keys_read,
+                                           tie_order)
 from conformance.reference.segments import segments
 
 # Swept values of the axes whose values do not depend on the input (the axis records' own).
@@ -136,6 +137,7 @@ class _Whole:
         # the ideal DCGs of every _Whole of the engine, by a digest of the rows they read
         self._shared: dict = {} if shared is None else shared
         self._tops: dict[bool, tuple] = {}
+        self._candidates: tuple | None = None  # _top_rows' candidate rows
         self._mixed: dict[int, bool] = {}
         self._varied: dict[tuple, bool] = {}
 
@@ -151,27 +153,35 @@ class _Whole:
                 # this cut's own, each list's rows in the order a sort of all would give
                 common, own = self._common
                 c_labels, c_q, _ = common._top(unjudged_lowest)
-                mine = own[self._q]
-                o_labels, o_q = self._top_rows(self._labels[mine], self._q[mine], unjudged_lowest)
+                o_labels, o_q = self._top_rows(unjudged_lowest, own)
                 q = np.concatenate([c_q, o_q])
                 at = np.argsort(q, kind="stable")
                 labels, q = np.concatenate([c_labels, o_labels])[at], q[at]
             else:
-                labels, q = self._top_rows(self._labels, self._q, unjudged_lowest)
+                labels, q = self._top_rows(unjudged_lowest)
             h = hashlib.blake2b(digest_size=16)
             for a in (labels, q):
                 _feed(h, a)
             self._tops[unjudged_lowest] = (labels, q, h.digest())
         return self._tops[unjudged_lowest]
 
-    def _top_rows(self, labels: np.ndarray, q: np.ndarray,
-                  unjudged_lowest: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``_top``'s rows of ``labels``/``q`` (rows grouped by query): all of them without
-        ``k_top``."""
+    def _top_rows(self, unjudged_lowest: bool,
+                  own: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``_top``'s rows of this cut's lists (of those whose query ``own`` marks, where
+        given), rows grouped by query: all of them without ``k_top``."""
+        if self._candidates is None:  # the same for both readings of unjudged rows
+            labels, q = self._labels, self._q
+            if own is not None:
+                mine = own[q]
+                labels, q = labels[mine], q[mine]
+            nan = None
+            if self._k_top is not None and labels.size:
+                nan = np.isnan(labels)
+                rows = _top_candidates(nan, q, self._k_top)
+                labels, q, nan = labels[rows], q[rows], nan[rows]
+            self._candidates = labels, q, nan
+        labels, q, nan = self._candidates
         if self._k_top is not None and labels.size:
-            nan = np.isnan(labels)
-            rows = _top_candidates(nan, q, self._k_top)
-            labels, q, nan = labels[rows], q[rows], nan[rows]
             value = np.where(nan, -np.inf if unjudged_lowest else 0.0, labels)
             order = np.lexsort((nan, -value, q))
             qs = q[order]
@@ -244,11 +254,18 @@ class _Whole:
             if top is None or k is None or self._k_top is None or k > self._k_top:
                 self._idcg[key] = ideal_dcg(gains(self._labels, conv), self._q, self.nq, conv, k)
             else:
-                # equal rows, equal ideal DCGs: shared with the other cut lists holding them
+                # equal rows, equal ideal DCGs: shared with the other cut lists holding them;
+                # ideal_dcg's three steps apart, so that one sort of the gains serves every
+                # discount and one set of terms every cutoff
                 labels, q, digest = top
                 shared_key = (digest,) + key
                 if shared_key not in self._shared:
-                    self._shared[shared_key] = ideal_dcg(gains(labels, conv), q, self.nq, conv, k)
+                    sort_key, terms_key = (digest, key[0], "sorted"), (digest,) + key[:2] + ("terms",)
+                    if terms_key not in self._shared:
+                        if sort_key not in self._shared:
+                            self._shared[sort_key] = ideal_sorted(gains(labels, conv), q, self.nq)
+                        self._shared[terms_key] = sorted_terms(self._shared[sort_key], conv)
+                    self._shared[shared_key] = ideal_dcg_at(self._shared[terms_key], k)
                 self._idcg[key] = self._shared[shared_key]
         return self._idcg[key]
 
@@ -574,9 +591,13 @@ class _Engine:
             built = self._ranked[key]
             # a digest costs about one pass over the rows: on short lists far less than the
             # formula calls it can save, on long ones more than those it saves there (where
-            # equal rows under two orderings are rare); there the ordering stands for itself
-            self._content[key] = (_content(built, tie_rule) if built.pos.size <= DIGEST_ROWS
-                                  else key)
+            # equal rows under two orderings are rare); there the ordering stands for itself.
+            # So it does where no other ordering can share its results: a rule the formulas
+            # read by name shares only with itself under the other score precision, which
+            # is the same ordering unless float32 merges scores (``ordering``)
+            digested = built.pos.size <= DIGEST_ROWS and (tie_rule not in RULES_READ_BY_NAME
+                                                          or self.merges32)
+            self._content[key] = _content(built, tie_rule) if digested else key
         return self._ranked[key]
 
     def _pooled(self, k: int | None, lv) -> np.ndarray:
