@@ -76,7 +76,8 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    orderings whose ``Ranked`` rows are equal (ties among equal labels, say) share their formula
    results (``sweep_keys.content_key``: a digest of every array a formula reads, the tie rule
    itself only where a formula names it; lists of more than ``DIGEST_ROWS`` rows in all keep
-   their ordering instead, as a digest would cost more there than it saves);
+   their ordering instead, as a digest would cost more there than it saves, and so does a rule
+   a formula names where float32 merges no scores, as no other ordering can share with it);
 8. bounds memory: combinations are visited with the axes that select a ``Ranked`` outermost
    (their stages, ``_loop_rank``), so each ``Ranked`` is used in one stretch and only ``RANKED_CACHE`` of
    them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).
@@ -272,12 +273,13 @@ def aggregate_rows(values: np.ndarray, empty: np.ndarray, rule: str, select: np.
     the rows as aggregated, counted queries); raises EvaluationError where they would.
     ``mean``: the ``mean`` axis (the geometric mean raises each value to its floor first).
     A row's aggregate is that of the row alone, bit for bit: each row is reduced over its
-    own contiguous values (a boolean index of the second axis lays the values out by column:
-    they are made contiguous again, so that each row is summed in the order of the row alone)."""
+    own contiguous values (the columns are selected by ``np.compress``, which lays them out row
+    by row; a boolean index of the second axis would lay them out by column, and costs ten
+    times as much made contiguous again)."""
     if query_set == "raise" and sets_differ:
         raise EvaluationError("query sets differ (query_set=raise)")
     if select is not None:
-        values, empty = np.ascontiguousarray(values[:, select]), empty[select]
+        values, empty = np.compress(select, values, axis=1), empty[select]
     counted = np.ones(values.shape[1], bool)
     if not is_sum and empty.any():
         if rule == "raise":
@@ -292,7 +294,7 @@ def aggregate_rows(values: np.ndarray, empty: np.ndarray, rule: str, select: np.
     if floor is not None:  # as evaluate: each value raised to the floor, the mean of the logs
         values = np.maximum(values, floor, where=~np.isnan(values), out=values.copy())
     # as Evaluation.aggregate: the mean of the counted values (NaN when none counts)
-    x = np.ascontiguousarray(values[:, counted])
+    x = np.ascontiguousarray(values if counted.all() else np.compress(counted, values, axis=1))
     if not x.shape[1]:
         return np.full(values.shape[0], np.nan), values, counted
     if floor is None:
@@ -455,6 +457,12 @@ class Sweep:
         # the cells a plain result's block takes in batches (_aggregate_later), and the others
         batched = [c for c in cells if c[3] != "micro" and c[2] != "qrels_strict"]
         unbatched = [c for c in cells if c[3] == "micro" or c[2] == "qrels_strict"]
+        # mean=micro outside the ratio families refuses in every block: marked at once
+        refused = [c[0] for c in cells if c[3] == "micro"] if not micro_in else []
+        if refused:
+            cells = [c for c in cells if c[3] != "micro"]
+            unbatched = [c for c in unbatched if c[3] != "micro"]
+        refused_at = tuple(np.array(refused, np.int64).reshape(len(refused), len(ashape)).T)
         later: list[tuple] = []  # (block, result, some query empty) of the blocks batched
         for g, (fkey, conv) in enumerate(first):
             eng = self.engines[conv.identical_ids]
@@ -489,6 +497,8 @@ class Sweep:
             b_hits = np.zeros(ashape, np.int64) if pq else None
             blocks.append((b_lo, b_hi, b_err) if b_hits is None else (b_lo, b_hi, b_err, b_hits))
             some_empty = isinstance(found, tuple) and bool(found[2].any())
+            if refused:
+                b_err[refused_at] = True
             own = cells
             if isinstance(found, tuple) and not pq and found[0] is found[1]:
                 later.append((len(blocks) - 1, rkey, some_empty))  # its batched cells
