@@ -660,10 +660,17 @@ class _ConventionsMethods:
                 object.__setattr__(self, name, stored)
 
     def replace(self, **changes: Any) -> "Conventions":
+        """A copy with ``changes``, each read by its axis as the constructor reads it. The
+        other axes hold stored values already (an axis reads its stored value as itself), so
+        only the changed ones are read: the sweep builds thousands of convention sets."""
         unknown = [k for k in changes if k not in AXES]
         if unknown:
             raise ConventionError(_unknown_axis_message(unknown[0]))
-        return dataclasses.replace(self, **changes)
+        stored = {name: AXES[name].parse(value) for name, value in changes.items()}
+        conv = object.__new__(type(self))
+        conv.__dict__.update(self.__dict__)
+        conv.__dict__.update(stored)
+        return conv
 
     def with_settings(self, settings: list[str] | tuple[str, ...]) -> "Conventions":
         """Apply ``["gain=exponential", "ties=input_order"]`` (the CLI's ``--set``)."""
