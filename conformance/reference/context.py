@@ -17,7 +17,7 @@ import numpy as np
 from conformance.conventions import Conventions
 from conformance.errors import EvaluationError
 from conformance.reference.ranking import (Ranked, clamp_cutoff, discounts, ideal_dcg, ideal_dcg_at,
-                                           ideal_sorted, range_sums, sorted_terms)
+                                           ideal_discounts, ideal_sorted, range_sums, sorted_terms)
 
 
 class JudgedIdeal:
@@ -26,12 +26,15 @@ class JudgedIdeal:
     two halves of a two-thread evaluation ask for the same values of every query)."""
 
     def __init__(self, gain: np.ndarray, q: np.ndarray, n_queries: int, conv: Conventions,
-                 sorted_gains: tuple | None = None) -> None:
+                 sorted_gains: tuple | None = None, discounts_at: tuple | None = None) -> None:
         """``sorted_gains``: ``ideal_sorted(gain, q, n_queries)`` where already computed (the
-        sort reads no convention: one serves every discount)."""
+        sort reads no convention: one serves every discount). ``discounts_at``: another
+        JudgedIdeal's :meth:`discounts` under the same discount, used where its layout (each
+        query's count) is this one's (another gain reading of the same judged rows)."""
         self._args = (gain, q, n_queries, conv)
         self._terms = None
         self._sorted = sorted_gains
+        self._discounts = discounts_at
         self._at: dict[int | None, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -48,8 +51,21 @@ class JudgedIdeal:
 
     def _terms_locked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._terms is None:  # ideal_terms, from the one sort
-            self._terms = sorted_terms(self._sorted_locked(), self._args[3])
+            ideal = self._sorted_locked()
+            self._terms = sorted_terms(ideal, self._args[3], self._discounts_locked()[1])
         return self._terms
+
+    def discounts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each query's count, the discount at each row of the ideal order): what
+        ``discounts_at`` takes."""
+        with self._lock:
+            return self._discounts_locked()
+
+    def _discounts_locked(self) -> tuple[np.ndarray, np.ndarray]:
+        ideal = self._sorted_locked()
+        if self._discounts is None or not np.array_equal(self._discounts[0], ideal[2]):
+            self._discounts = ideal[2], ideal_discounts(ideal, self._args[3])
+        return self._discounts
 
     def idcg(self, k: int | None) -> np.ndarray:
         with self._lock:  # the other half waits for the values instead of computing them again

@@ -812,14 +812,22 @@ def ideal_terms(gain_rows: np.ndarray, q_rows: np.ndarray, n_queries: int,
     return sorted_terms(ideal_sorted(gain_rows, q_rows, n_queries), conv)
 
 
-def sorted_terms(ideal: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 conv: Conventions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`ideal_terms` from the sorted gains :func:`ideal_sorted` gives."""
+def sorted_terms(ideal: tuple[np.ndarray, np.ndarray, np.ndarray], conv: Conventions,
+                 at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ideal_terms` from the sorted gains :func:`ideal_sorted` gives; ``at``: their
+    :func:`ideal_discounts` where already computed (for another ideal of the same layout)."""
     g, start, n = ideal
-    n_queries = n.size
-    qs = np.repeat(np.arange(n_queries), n)
+    return g * (ideal_discounts(ideal, conv) if at is None else at), start, n
+
+
+def ideal_discounts(ideal: tuple[np.ndarray, np.ndarray, np.ndarray], conv: Conventions) -> np.ndarray:
+    """Per row of :func:`ideal_sorted`'s gains: the discount at its place in its query's
+    ideal order. It reads the layout (start, count) alone, not the gains: every gain reading
+    of the same judged rows has the same."""
+    _, start, n = ideal
+    qs = np.repeat(np.arange(n.size), n)
     pos = np.arange(qs.size, dtype=np.int64) - start[qs] + 1
-    return g * discounts(pos, conv), start, n
+    return discounts(pos, conv)
 
 
 def ideal_order(gain_rows: np.ndarray, q_rows: np.ndarray) -> np.ndarray:

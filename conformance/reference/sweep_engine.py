@@ -314,10 +314,14 @@ class _SweepContext(Context):
         # discount for every context, each cutoff summed once
         key = (self.gain_key, self.conv.discount)
         if key not in self.shared:
-            # the gains sorted once for every discount
+            # the gains sorted once for every discount, and the discounts of the ideal order
+            # once per labels as read (gain_key[0]) and discount: every gain reading of the
+            # same judged rows has their layout
+            at_key = (self.gain_key[0], self.conv.discount, "discounts")
             ji = JudgedIdeal(self.judged_gain, self.judged_q, self.ranked.n_queries, self.conv,
-                             self.shared.get((self.gain_key, "sorted")))
+                             self.shared.get((self.gain_key, "sorted")), self.shared.get(at_key))
             self.shared[self.gain_key, "sorted"] = ji.sorted()
+            self.shared[at_key] = ji.discounts()
             self.shared[key] = ji
         self.judged_ideal = self.shared[key]
         if self.conv.ideal == "k_slots" and k is not None:
