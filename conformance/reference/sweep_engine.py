@@ -163,6 +163,8 @@ class _Whole:
             for a in (labels, q):
                 _feed(h, a)
             self._tops[unjudged_lowest] = (labels, q, h.digest())
+            if len(self._tops) == 2:  # the candidates serve no other reading
+                self._candidates = None
         return self._tops[unjudged_lowest]
 
     def _top_rows(self, unjudged_lowest: bool,
@@ -255,17 +257,15 @@ class _Whole:
                 self._idcg[key] = ideal_dcg(gains(self._labels, conv), self._q, self.nq, conv, k)
             else:
                 # equal rows, equal ideal DCGs: shared with the other cut lists holding them;
-                # ideal_dcg's three steps apart, so that one sort of the gains serves every
-                # discount and one set of terms every cutoff
+                # ideal_dcg's steps apart, so that one sort of the gains serves every discount
+                # (the per-row terms are not kept: one array of the top rows per discount)
                 labels, q, digest = top
                 shared_key = (digest,) + key
                 if shared_key not in self._shared:
-                    sort_key, terms_key = (digest, key[0], "sorted"), (digest,) + key[:2] + ("terms",)
-                    if terms_key not in self._shared:
-                        if sort_key not in self._shared:
-                            self._shared[sort_key] = ideal_sorted(gains(labels, conv), q, self.nq)
-                        self._shared[terms_key] = sorted_terms(self._shared[sort_key], conv)
-                    self._shared[shared_key] = ideal_dcg_at(self._shared[terms_key], k)
+                    sort_key = (digest, key[0], "sorted")
+                    if sort_key not in self._shared:
+                        self._shared[sort_key] = ideal_sorted(gains(labels, conv), q, self.nq)
+                    self._shared[shared_key] = ideal_dcg_at(sorted_terms(self._shared[sort_key], conv), k)
                 self._idcg[key] = self._shared[shared_key]
         return self._idcg[key]
 
