@@ -83,9 +83,9 @@ evaluations. The sweep instead builds ``Prepared`` once and:
    them are kept (a whole-list ``Ranked`` of 1M rows is ~50-90 MB).
 
 Cost, measured by ``benchmarks/bench_paper.py`` (1,000 queries x 1,000 documents, CPU time,
-against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~4.6
-single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~15-19;
-nDCG@10 + AP + P@10 together ~25-34. The formula groups are found without building each
+against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~3.6
+single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~15-16,
+most of it in ``rank`` over the whole lists; nDCG@10 + AP + P@10 together ~24-26. The formula groups are found without building each
 combination: each part of the formula key is read over its own axes' values alone and
 broadcast over the others (:meth:`Sweep._formula_groups`); each group's block of aggregation
 cells is filled once (the cells of a plain result as arrays), and the means of equal-shaped
