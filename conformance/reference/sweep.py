@@ -85,12 +85,13 @@ evaluations. The sweep instead builds ``Prepared`` once and:
 Cost, measured by ``benchmarks/bench_paper.py`` (1,000 queries x 1,000 documents, CPU time,
 against one evaluation of the first measure): the nDCG@10 sweep (248,832 combinations) ~3.6
 single evaluations; AP (51,840; whole lists, ranked per tie rule, depth and threshold) ~15-16,
-most of it in ``rank`` over the whole lists; nDCG@10 + AP + P@10 together ~24-26. The formula groups are found without building each
-combination: each part of the formula key is read over its own axes' values alone and
-broadcast over the others (:meth:`Sweep._formula_groups`); each group's block of aggregation
-cells is filled once (the cells of a plain result as arrays), and the means of equal-shaped
-results are taken as the rows of one array (:func:`aggregate_rows`); each ``Ranked`` keeps its
-cuts and discounts for every context that reads it (``Ranked.cut``, ``Ranked.discounts``).
+most of it in ``rank`` over the whole lists; nDCG@10 + AP + P@10 together ~24-26. The formula
+groups are found without building each combination: each part of the formula key is read over
+its own axes' values alone and broadcast over the others (:meth:`Sweep._formula_groups`); each
+group's block of aggregation cells is filled once (the cells of a plain result as arrays), and
+the means of equal-shaped results are taken as the rows of one array (:func:`aggregate_rows`);
+each ``Ranked`` keeps its cuts and discounts for every context that reads it (``Ranked.cut``,
+``Ranked.discounts``).
 
 The measures' own arithmetic is always the reference's (``FORMULAS`` over ``rank`` output), so
 every combination's value equals ``evaluate()`` with that combination; the tests check a sample

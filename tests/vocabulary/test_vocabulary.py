@@ -34,6 +34,20 @@ def test_conventions_fields_are_the_axes_with_their_defaults():
         assert axis.parse(axis.default) == axis.default  # the default is a value of the axis
 
 
+def test_replace_reads_a_value_as_the_constructor_does():
+    # replace parses only the changed axes: it must equal a set built whole, for every named
+    # value of every axis, from the default and from a set whose every axis is changed
+    changed = Conventions(gain="exponential", ties="input_order", depth="100", relevance_threshold="2")
+    for base in (Conventions(), changed):
+        for name, axis in AXES.items():
+            for text in axis.values:
+                whole = Conventions(**{**{a: getattr(base, a) for a in AXES}, name: text})
+                got = base.replace(**{name: text})
+                assert got == whole and hash(got) == hash(whole), (name, text)
+                assert getattr(got, name) == axis.parse(text) and type(got) is Conventions
+    assert changed.replace() == changed and changed.replace() is not changed
+
+
 def test_axis_records_are_complete():
     for axis in AXES.values():
         assert axis.group in GROUPS, axis.name
