@@ -654,14 +654,18 @@ def rank(
     gain = gains(lab_s, conv, reuse=True, shift=shift)  # lab_s is this function's own copy
     del lab_s, shift
 
-    # c per row: relevant rows of the same query ranked before it. Sums of 0.0/1.0 in float64
-    # are exact integers (below 2**53), so no integer copy is needed.
+    # c per row: relevant rows of the same query ranked before it. Counted in integers in the
+    # array's own memory, then made floats in place: an int64 running sum is ~8x faster than a
+    # float64 one (each float addition waits for the last), and counts below 2**53 are the
+    # same numbers either way.
     c_row = np.empty(rows)
     if rows:
-        c_row[0] = 0.0
-        c_row[1:] = rel[:-1]
-        c_row[listed[1:]] -= np.add.reduceat(rel, listed)[:-1]
-        np.cumsum(c_row, out=c_row)
+        counts = c_row.view(np.int64)
+        counts[0] = 0
+        counts[1:] = rel[:-1]
+        counts[listed[1:]] -= np.add.reduceat(rel, listed)[:-1].astype(np.int64)
+        np.cumsum(counts, out=counts)
+        c_row[...] = counts  # numpy copies an overlapping source first
     if found is not None:  # gains shifted per query are not compared
         found.finish(c_row, None if gain_shift is not None else lambda labels: gains(labels, conv))
     if tie_rule in ("group_last", "group_first"):
