@@ -463,7 +463,7 @@ class Sweep:
         if refused:
             cells = [c for c in cells if c[3] != "micro"]
             unbatched = [c for c in unbatched if c[3] != "micro"]
-        refused_at = tuple(np.array(refused, np.int64).reshape(len(refused), len(ashape)).T)
+            refused_at = tuple(np.array(refused, np.int64).reshape(len(refused), len(ashape)).T)
         later: list[tuple] = []  # (block, result, some query empty) of the blocks batched
         for g, (fkey, conv) in enumerate(first):
             eng = self.engines[conv.identical_ids]

@@ -151,9 +151,8 @@ class _Whole:
             if self._common is not None and self._k_top is not None:
                 # the lists every ordering cuts alike from their common rows, the others from
                 # this cut's own, each list's rows in the order a sort of all would give
-                common, own = self._common
-                c_labels, c_q, _ = common._top(unjudged_lowest)
-                o_labels, o_q = self._top_rows(unjudged_lowest, own)
+                c_labels, c_q, _ = self._common[0]._top(unjudged_lowest)
+                o_labels, o_q = self._top_rows(unjudged_lowest)
                 q = np.concatenate([c_q, o_q])
                 at = np.argsort(q, kind="stable")
                 labels, q = np.concatenate([c_labels, o_labels])[at], q[at]
@@ -167,14 +166,13 @@ class _Whole:
                 self._candidates = None
         return self._tops[unjudged_lowest]
 
-    def _top_rows(self, unjudged_lowest: bool,
-                  own: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``_top``'s rows of this cut's lists (of those whose query ``own`` marks, where
-        given), rows grouped by query: all of them without ``k_top``."""
+    def _top_rows(self, unjudged_lowest: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``_top``'s rows of this cut's own lists (with ``common``: of the lists cut this
+        ordering's own way), rows grouped by query: all of them without ``k_top``."""
         if self._candidates is None:  # the same for both readings of unjudged rows
             labels, q = self._labels, self._q
-            if own is not None:
-                mine = own[q]
+            if self._common is not None and self._k_top is not None:
+                mine = self._common[1][q]
                 labels, q = labels[mine], q[mine]
             nan = None
             if self._k_top is not None and labels.size:
