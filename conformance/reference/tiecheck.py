@@ -122,6 +122,11 @@ class TieGroups:
         """Per group: ``name`` of its first pair."""
         return self._once(name, lambda: self._pair[name][self._opens()])
 
+    @property
+    def n_groups(self) -> int:
+        """How many groups (each opened by a pair)."""
+        return self._of_groups("row").size
+
     def _placed(self) -> tuple[np.ndarray, np.ndarray]:
         """Per group: (its query, its query's first row). A group's query is the last of the
         queries with rows whose first row is at or before the group's: the groups are in row
@@ -153,11 +158,11 @@ class TieGroups:
     @property
     def size(self) -> np.ndarray:
         """Per group: its rows."""
-        return self._once("size", lambda: np.bincount(self._group(), minlength=self.first.size) + 1)
+        return self._once("size", lambda: np.bincount(self._group(), minlength=self.n_groups) + 1)
 
     def _any(self, flags: np.ndarray) -> np.ndarray:
         """Per group: whether ``flags`` (per pair) holds for some pair of it."""
-        out = np.zeros(self.first.size, bool)
+        out = np.zeros(self.n_groups, bool)
         out[self._group()[flags]] = True
         return out
 
@@ -174,7 +179,7 @@ class TieGroups:
                 rel_a, rel_b = self._pair["a"] >= self._threshold, self._pair["b"] >= self._threshold
             closes = np.ones(rel_a.size, bool)  # the last pair of each group: its second row
             closes[:-1] = self._opens()[1:]
-            return np.bincount(self._group(), weights=rel_a, minlength=self.first.size) + rel_b[closes]
+            return np.bincount(self._group(), weights=rel_a, minlength=self.n_groups) + rel_b[closes]
         return self._once("rel", make)
 
     def mixed(self) -> np.ndarray:
@@ -206,7 +211,7 @@ class TieGroups:
         def make():
             at = np.flatnonzero(self._labels_differ())
             differ = self._gain_of(self._pair["a"][at]) != self._gain_of(self._pair["b"][at])
-            out = np.zeros(self.first.size, bool)
+            out = np.zeros(self.n_groups, bool)
             out[self._group()[at[differ]]] = True
             return out
         return self._once("gain_varied", make)
@@ -284,7 +289,7 @@ def changed(m, conv, tg: TieGroups | None, empty: np.ndarray, shifted: bool = Fa
         return None
     shifted = shifted or not tg.gains_compared  # no rule reads gains then
     out = np.zeros(tg.n_queries, bool)
-    if tg.first.size == 0:
+    if tg.n_groups == 0:
         return out
     depth = conv.depth
     if not _rules_apply(m, conv, shifted):
